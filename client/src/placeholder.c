@@ -1,0 +1,1 @@
+int nwb__client_placeholder(void); int nwb__client_placeholder(void) { return 0; }

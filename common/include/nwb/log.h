@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nwb/log.h - the logging contract every nwb module and game shares: levels,
+ * call sites, the logger interface with its registration guard, and the
+ * NWB_LOGGER_* macros.
+ *
+ * A call site is a static nwb_log_site_t made by the macro; the registered
+ * logger receives the site and the raw arguments, so formatting can happen
+ * on a background thread. With no logger registered, calls are formatted and
+ * written to stderr synchronously (tools before start-up, tests).
+ */
+#ifndef NWB_LOG_H
+#define NWB_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nwb/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    NWB_LOG_INFO = 0,
+    NWB_LOG_WARNING = 1,
+    NWB_LOG_ERROR = 2,
+    NWB_LOG_FATAL = 3,
+} nwb_log_level_t;
+
+#define NWB_LOG_LEVEL_COUNT 4
+
+/* Site flags. */
+#define NWB_LOG_SITE_ESSENTIAL 0x01u /* survives NWB_FINAL */
+#define NWB_LOG_SITE_RAW       0x02u /* one argument: the message is printed as is */
+
+/* Most arguments a deferred-format call site can carry; a call with more is
+ * formatted on the calling thread instead (slower, still correct). */
+#define NWB_LOG_MAX_ARGS 24
+
+/* nwb_log_site_t.state values, read and written with __atomic builtins so the
+ * header stays usable from C++. */
+#define NWB_LOG_SITE_UNPARSED 0u
+#define NWB_LOG_SITE_PARSING  1u
+#define NWB_LOG_SITE_READY    2u
+#define NWB_LOG_SITE_COMPLEX  3u /* cannot defer: format on the calling thread */
+
+/**
+ * One call site. The macros create these as function-local statics; the
+ * first five fields are constant, the rest is filled by the logger once, on
+ * the site's first use (the format string parsed into argument kinds).
+ */
+typedef struct nwb_log_site {
+    const char *fmt;  /* printf format; NULL for raw sites */
+    const char *file; /* __FILE__ */
+    uint32_t line;
+    uint8_t level; /* nwb_log_level_t */
+    uint8_t flags; /* NWB_LOG_SITE_* */
+    uint8_t nargs; /* valid once state == READY */
+    uint32_t state;
+    uint8_t kinds[NWB_LOG_MAX_ARGS]; /* logger-private argument kinds */
+} nwb_log_site_t;
+
+#define NWB_LOG_SITE_INIT(level, flags, fmt)                                                       \
+    {                                                                                              \
+        (fmt), __FILE__, (uint32_t)__LINE__, (uint8_t)(level), (uint8_t)(flags), 0, 0, { 0 }       \
+    }
+
+/**
+ * The logger interface. write/write_raw run on the producing thread and must
+ * not block on I/O, take a lock shared with other producers, or (after the
+ * thread's first call) allocate. flush blocks until everything accepted so
+ * far is written or handed to durable storage.
+ */
+typedef struct nwb_logger_ops {
+    void (*write)(void *self, nwb_log_site_t *site, va_list ap);
+    void (*write_raw)(void *self, nwb_log_site_t *site, const char *msg, size_t len);
+    void (*flush)(void *self);
+} nwb_logger_ops_t;
+
+typedef struct nwb_logger {
+    const nwb_logger_ops_t *ops; /* borrowed, must outlive the registration */
+    void *self;
+} nwb_logger_t;
+
+/** Restores the previous logger on unregister. Caller storage. */
+typedef struct nwb_logger_guard {
+    nwb_logger_t *registered;
+    nwb_logger_t *previous;
+} nwb_logger_guard_t;
+
+/**
+ * Make @p logger (borrowed; must stay valid until unregistered) the target of
+ * every NWB_LOGGER_* call. Fills @p guard. Returns 0, or NWB_ECONFIG when an
+ * argument is NULL.
+ */
+NWB_API int nwb_logger_register(nwb_logger_t *logger, nwb_logger_guard_t *guard);
+
+/**
+ * Restore the logger that was current before @p guard's registration. Returns
+ * 0, or NWB_ECONFIG when @p guard's logger is not the current one (guards
+ * must be released in reverse order); the registration is then left as is.
+ * NULL or an already released guard is a no-op returning 0.
+ */
+NWB_API int nwb_logger_unregister(nwb_logger_guard_t *guard);
+
+/** The current logger, or NULL when none is registered. */
+NWB_API nwb_logger_t *nwb_logger_current(void);
+
+/** Entry points used by the macros; call the macros instead. */
+NWB_API void nwb_log_write(nwb_log_site_t *site, ...);
+NWB_API void nwb_log_write_raw(nwb_log_site_t *site, const char *msg);
+NWB_API NWB_COLD void nwb_log_fatal_abort(void);
+NWB_API void nwb_log_flush(void);
+
+/** Name of a level ("INFO", "WARNING", "ERROR", "FATAL"); "?" when out of range. */
+NWB_API const char *nwb_log_level_name(int level);
+
+/* Compile-time checks that never run (pw_tokenizer / NanoLog trick). */
+static inline NWB_PRINTF_LIKE(1, 2) void nwb__log_format_check(const char *fmt, ...)
+{
+    (void)fmt;
+}
+static inline void nwb__log_raw_check(const char *msg)
+{
+    (void)msg;
+}
+
+/* ---- argument-count dispatch: one argument = raw, more = formatted ---- */
+#define NWB__PP_CAT_(a, b) a##b
+#define NWB__PP_CAT(a, b)  NWB__PP_CAT_(a, b)
+#define NWB__PP_ARITY_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16,    \
+                       _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, \
+                       _32, N, ...)                                                                \
+    N
+/* Expands to 1 for one argument and M for 2..32. */
+#define NWB__PP_ONE_OR_MANY(...)                                                                   \
+    NWB__PP_ARITY_(__VA_ARGS__, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, \
+                   M, M, M, M, M, M, M, M, M, 1, 0)
+
+#define NWB__LOG(level, flags, ...)                                                                \
+    NWB__PP_CAT(NWB__LOG_, NWB__PP_ONE_OR_MANY(__VA_ARGS__))(level, flags, __VA_ARGS__)
+#define NWB__LOG_1(level, flags, msg)                                                              \
+    do {                                                                                           \
+        static nwb_log_site_t nwb__site =                                                          \
+            NWB_LOG_SITE_INIT(level, (flags) | NWB_LOG_SITE_RAW, (const char *)0);                 \
+        nwb_log_write_raw(&nwb__site, (msg));                                                      \
+    } while (0)
+#define NWB__LOG_M(level, flags, fmt, ...)                                                         \
+    do {                                                                                           \
+        static nwb_log_site_t nwb__site = NWB_LOG_SITE_INIT(level, flags, fmt);                    \
+        if (0) {                                                                                   \
+            nwb__log_format_check(fmt, __VA_ARGS__);                                               \
+        }                                                                                          \
+        nwb_log_write(&nwb__site, __VA_ARGS__);                                                    \
+    } while (0)
+
+/* A compiled-out call: type-checked, never evaluated. */
+#define NWB__LOG_OFF(...) NWB__PP_CAT(NWB__LOG_OFF_, NWB__PP_ONE_OR_MANY(__VA_ARGS__))(__VA_ARGS__)
+#define NWB__LOG_OFF_1(msg)                                                                        \
+    do {                                                                                           \
+        if (0) {                                                                                   \
+            nwb__log_raw_check(msg);                                                               \
+        }                                                                                          \
+    } while (0)
+#define NWB__LOG_OFF_M(fmt, ...)                                                                   \
+    do {                                                                                           \
+        if (0) {                                                                                   \
+            nwb__log_format_check(fmt, __VA_ARGS__);                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the public macros ---- */
+#ifdef NWB_FINAL
+#define NWB_LOGGER_INFO(...)    NWB__LOG_OFF(__VA_ARGS__)
+#define NWB_LOGGER_WARNING(...) NWB__LOG_OFF(__VA_ARGS__)
+#define NWB_LOGGER_ERROR(...)   NWB__LOG_OFF(__VA_ARGS__)
+#else
+#define NWB_LOGGER_INFO(...)    NWB__LOG(NWB_LOG_INFO, 0u, __VA_ARGS__)
+#define NWB_LOGGER_WARNING(...) NWB__LOG(NWB_LOG_WARNING, 0u, __VA_ARGS__)
+#define NWB_LOGGER_ERROR(...)   NWB__LOG(NWB_LOG_ERROR, 0u, __VA_ARGS__)
+#endif
+#define NWB_LOGGER_ESSENTIAL_INFO(...)    NWB__LOG(NWB_LOG_INFO, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+#define NWB_LOGGER_ESSENTIAL_WARNING(...) NWB__LOG(NWB_LOG_WARNING, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+#define NWB_LOGGER_ESSENTIAL_ERROR(...)   NWB__LOG(NWB_LOG_ERROR, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+/* FATAL logs, flushes the logger, then aborts. Present in every configuration. */
+#define NWB_LOGGER_FATAL(...)                                                                      \
+    do {                                                                                           \
+        NWB__LOG(NWB_LOG_FATAL, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__);                              \
+        nwb_log_fatal_abort();                                                                     \
+    } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NWB_LOG_H */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nwb/log_line.h - the text form of one record, shared by the server's
+ * per-run log.txt and the client's standalone log file, so both write the
+ * same lines:
+ *
+ *   2026-12-01T07:34:00.123456789Z INFO    4242 mygame main.c:42: message
+ *
+ * Time is UTC with nanoseconds; the level is padded to 7 columns; then the
+ * thread id, the program, "file:line:" when the record has a source file,
+ * and the message. Control bytes in the message (and a CR or LF) are escaped
+ * (\n, \r, \xNN) so every record is exactly one line.
+ */
+#ifndef NWB_LOG_LINE_H
+#define NWB_LOG_LINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nwb/common.h"
+#include "nwb/log_batch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Caches the formatted date-time of the last second seen. Caller storage, one per thread. */
+typedef struct nwb_log_line_clock {
+    int64_t sec;     /* -1 when empty */
+    char text[24];   /* "YYYY-mm-ddTHH:MM:SS" */
+} nwb_log_line_clock_t;
+
+#define NWB_LOG_LINE_CLOCK_INIT {-1, {0}}
+
+/** Fixed bytes a line can take besides program, file and the escaped message. */
+#define NWB_LOG_LINE_FIXED_MAX 96u
+
+/** The largest line @p rec can produce with a program name of @p program_len bytes. */
+static inline size_t nwb_log_line_max(const nwb_log_record_t *rec, size_t program_len)
+{
+    return NWB_LOG_LINE_FIXED_MAX + program_len + rec->file_len + 4u * (size_t)rec->msg_len;
+}
+
+/**
+ * Format @p rec as one line ending in '\n' at @p dst. @p cap must be at least
+ * nwb_log_line_max(). Returns the bytes written (no NUL is added).
+ */
+NWB_API size_t nwb_log_line_format(char *dst, size_t cap, nwb_log_line_clock_t *clock,
+                                   const nwb_log_record_t *rec, const char *program,
+                                   size_t program_len);
+
+/** Write "YYYYmmdd-HHMMSS" (UTC) of @p time_ns and a NUL into @p out[16]. */
+NWB_API void nwb_time_compact(uint64_t time_ns, char out[16]);
+
+/** Wall-clock time in ns since the Unix epoch. */
+NWB_API uint64_t nwb_time_now_ns(void);
+
+/** Monotonic time in ns, for timeouts and durations. */
+NWB_API uint64_t nwb_time_mono_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NWB_LOG_LINE_H */

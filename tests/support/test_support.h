@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_support.h - helpers for integration tests: start the real
+ * nwb-logserver binary on 127.0.0.1 port 0 and read its port from the
+ * listening line, raw HTTP over loopback sockets, waiting on files with a
+ * timeout (never a bare sleep), temporary directories.
+ */
+#ifndef NWB_TEST_SUPPORT_H
+#define NWB_TEST_SUPPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct nwb_test_server {
+    pid_t pid;
+    int port;
+    int stdout_fd;      /* the rest of the server's stdout, non-blocking */
+    int stderr_fd;      /* its stderr, non-blocking */
+    char out_dir[512];  /* --out */
+};
+
+/* A fresh directory under $TMPDIR (or /tmp); @p out holds at least 512 bytes. Returns 0. */
+int nwb_test_tmpdir(const char *tag, char *out, size_t outlen);
+
+/* rm -rf @p path (best effort). */
+void nwb_test_rmtree(const char *path);
+
+/*
+ * Start nwb-logserver (NWB_TEST_SERVER_EXE unless @p exe) with
+ * --port @p port (0 for any) --out @p out_dir and the NULL-terminated
+ * @p extra arguments; wait up to 10 s for "listening on http://HOST:PORT".
+ * Returns 0 with @p srv filled, or -1 (the process is reaped).
+ */
+int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const char *out_dir,
+                          int port, const char *const *extra);
+
+/* Send @p sig and wait up to @p timeout_ms for exit; SIGKILL after that. Returns the
+ * wait status (as from waitpid), or -1. */
+int nwb_test_server_stop(struct nwb_test_server *srv, int sig, int timeout_ms);
+
+/* Read whatever the server wrote on stderr so far (NUL-terminated, truncated to @p cap). */
+size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap);
+
+/* Connect to 127.0.0.1:@p port (blocking socket with 10 s send/recv timeouts). Returns fd or -1. */
+int nwb_test_connect(int port);
+
+/* Write all of @p len bytes. Returns 0 or -1. */
+int nwb_test_send_all(int fd, const void *data, size_t len);
+
+/*
+ * Read one HTTP response from @p fd: status code into @p *status, the body
+ * (by Content-Length) into @p body (NUL-terminated, truncated to @p cap).
+ * Returns the body length, or -1 on EOF/timeout/garbage.
+ */
+long nwb_test_read_response(int fd, int *status, char *body, size_t cap);
+
+/*
+ * One request on a fresh connection: method, path, extra header lines
+ * ("Name: value\r\n"..., may be NULL), body. Returns the status or -1; the
+ * response body goes to @p resp (may be NULL).
+ */
+int nwb_test_http(int port, const char *method, const char *path, const char *headers,
+                  const void *body, size_t body_len, char *resp, size_t resp_cap);
+
+/* 1 once the connection on @p fd is closed by the peer within @p timeout_ms, else 0. */
+int nwb_test_wait_closed(int fd, int timeout_ms);
+
+/* Read a whole file into a malloc'd NUL-terminated buffer (NULL if missing). */
+char *nwb_test_read_file(const char *path, size_t *len);
+
+/*
+ * Find the single run directory runs/<program>_*_<run> under @p out_dir and
+ * write the path of its log.txt into @p path. Returns 0, or -1 if none (or
+ * several) exist.
+ */
+int nwb_test_find_run_log(const char *out_dir, const char *program, const char *run, char *path,
+                          size_t pathlen);
+
+/* Wait up to @p timeout_ms until @p path contains @p needle. Returns 1 or 0. */
+int nwb_test_wait_file_contains(const char *path, const char *needle, int timeout_ms);
+
+/* Milliseconds on the monotonic clock. */
+long long nwb_test_now_ms(void);
+
+#endif /* NWB_TEST_SUPPORT_H */
