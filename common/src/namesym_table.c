@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * namesym_table.c - a decoding table merged from .namesym sidecars (an
+ * open-addressing map from hash to sanitised string) and the token decoder
+ * that rewrites "#" + 16-hex-digit tokens in log text.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "nwb/namesym.h"
+
+struct slot {
+    nwb_name_t hash;
+    char *str; /* owned, sanitised UTF-8, NUL-terminated; NULL = empty slot */
+    uint32_t len;
+    uint32_t source; /* index into sources */
+};
+
+struct nwb_namesym_table {
+    struct slot *slots;
+    size_t mask;  /* capacity - 1, capacity a power of two */
+    size_t count;
+    size_t max_len;
+    char **sources; /* owned copies of the source names, for collision reports */
+    size_t nsources;
+};
+
+int nwb_namesym_table_create(nwb_namesym_table_t **out)
+{
+    nwb_namesym_table_t *t = nwb_calloc(1, sizeof(*t));
+
+    *out = NULL;
+    if (t == NULL) {
+        return -ENOMEM;
+    }
+    t->slots = nwb_calloc(1024, sizeof(*t->slots));
+    if (t->slots == NULL) {
+        nwb_free(t);
+        return -ENOMEM;
+    }
+    t->mask = 1023;
+    *out = t;
+    return 0;
+}
+
+void nwb_namesym_table_destroy(nwb_namesym_table_t *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (size_t i = 0; i <= t->mask; i++) {
+        nwb_free(t->slots[i].str);
+    }
+    for (size_t i = 0; i < t->nsources; i++) {
+        nwb_free(t->sources[i]);
+    }
+    nwb_free(t->sources);
+    nwb_free(t->slots);
+    nwb_free(t);
+}
+
+static size_t slot_index(nwb_name_t h, size_t mask)
+{
+    /* FNV output is well mixed in its high bits; fold them down. */
+    return (size_t)(h ^ (h >> 29) ^ (h >> 47)) & mask;
+}
+
+static struct slot *slot_find(const nwb_namesym_table_t *t, nwb_name_t h)
+{
+    size_t i = slot_index(h, t->mask);
+
+    for (;;) {
+        struct slot *s = &t->slots[i];
+
+        if (s->str == NULL || s->hash == h) {
+            return s;
+        }
+        i = (i + 1) & t->mask;
+    }
+}
+
+static int table_grow(nwb_namesym_table_t *t)
+{
+    const size_t cap = (t->mask + 1) * 2;
+    struct slot *old = t->slots;
+    const size_t old_cap = t->mask + 1;
+    struct slot *n = nwb_calloc(cap, sizeof(*n));
+
+    if (n == NULL) {
+        return -ENOMEM;
+    }
+    t->slots = n;
+    t->mask = cap - 1;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i].str != NULL) {
+            *slot_find(t, old[i].hash) = old[i];
+        }
+    }
+    nwb_free(old);
+    return 0;
+}
+
+long nwb_namesym_table_add(nwb_namesym_table_t *t, const nwb_namesym_view_t *v, const char *source,
+                           nwb_namesym_collision_fn on_collision, void *ctx)
+{
+    char **sources;
+    long added = 0;
+    uint32_t src;
+
+    sources = nwb_realloc(t->sources, (t->nsources + 1) * sizeof(*sources));
+    if (sources == NULL) {
+        return -ENOMEM;
+    }
+    t->sources = sources;
+    t->sources[t->nsources] = nwb_strdup(source != NULL ? source : "?");
+    if (t->sources[t->nsources] == NULL) {
+        return -ENOMEM;
+    }
+    src = (uint32_t)t->nsources++;
+    for (uint32_t i = 0; i < v->count; i++) {
+        nwb_name_t h;
+        const char *raw;
+        uint32_t rlen;
+        struct slot *s;
+        char *clean;
+        size_t clen;
+
+        nwb_namesym_view_entry(v, i, &h, &raw, &rlen);
+        clean = nwb_malloc((size_t)rlen * 3 + 1);
+        if (clean == NULL) {
+            return -ENOMEM;
+        }
+        clen = nwb_utf8_sanitize(clean, raw, rlen);
+        clean[clen] = '\0';
+        if ((t->count + 1) * 2 > t->mask + 1 && table_grow(t) != 0) {
+            nwb_free(clean);
+            return -ENOMEM;
+        }
+        s = slot_find(t, h);
+        if (s->str != NULL) {
+            if ((s->len != clen || memcmp(s->str, clean, clen) != 0) && on_collision != NULL) {
+                on_collision(ctx, h, s->str, t->sources[s->source], clean, t->sources[src]);
+            }
+            nwb_free(clean);
+            continue;
+        }
+        s->hash = h;
+        s->str = clean;
+        s->len = (uint32_t)clen;
+        s->source = src;
+        t->count++;
+        t->max_len = clen > t->max_len ? clen : t->max_len;
+        added++;
+    }
+    return added;
+}
+
+long nwb_namesym_table_add_file(nwb_namesym_table_t *t, const char *path,
+                                nwb_namesym_collision_fn on_collision, void *ctx, char *errbuf,
+                                size_t errlen)
+{
+    struct stat st;
+    nwb_namesym_view_t v;
+    const char *why = "";
+    size_t bad = 0, off = 0;
+    uint8_t *buf;
+    long rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(errbuf, errlen, "%s: not a regular file", path);
+        return NWB_EPROTO;
+    }
+    if ((uint64_t)st.st_size > (uint64_t)NWB_NAMESYM_HEADER_SIZE +
+                                   (uint64_t)NWB_NAMESYM_MAX_ENTRIES *
+                                       (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING)) {
+        close(fd);
+        snprintf(errbuf, errlen, "%s: larger than any valid sidecar", path);
+        return NWB_ETOOBIG;
+    }
+    buf = nwb_malloc((size_t)st.st_size + 1);
+    if (buf == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (off < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        off += (size_t)n;
+    }
+    close(fd);
+    rc = nwb_namesym_view_open(&v, buf, off, &why, &bad);
+    if (rc != 0) {
+        snprintf(errbuf, errlen, "%s: invalid sidecar: %s (at byte %zu)", path, why, bad);
+    } else {
+        rc = nwb_namesym_table_add(t, &v, path, on_collision, ctx);
+    }
+    nwb_free(buf);
+    return rc;
+}
+
+size_t nwb_namesym_table_count(const nwb_namesym_table_t *t)
+{
+    return t->count;
+}
+
+const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_name_t hash, size_t *len)
+{
+    const struct slot *s = slot_find(t, hash);
+
+    if (s->str == NULL) {
+        return NULL;
+    }
+    if (len != NULL) {
+        *len = s->len;
+    }
+    return s->str;
+}
+
+/* Lowercase hex digits map to their value + 1, upper-case A-F to 17, anything else to 0. */
+static const uint8_t hexval[256] = {
+    ['0'] = 0 + 1,  ['1'] = 1 + 1,  ['2'] = 2 + 1,  ['3'] = 3 + 1,  ['4'] = 4 + 1,
+    ['5'] = 5 + 1,  ['6'] = 6 + 1,  ['7'] = 7 + 1,  ['8'] = 8 + 1,  ['9'] = 9 + 1,
+    ['a'] = 10 + 1, ['b'] = 11 + 1, ['c'] = 12 + 1, ['d'] = 13 + 1, ['e'] = 14 + 1,
+    ['f'] = 15 + 1, ['A'] = 17,     ['B'] = 17,     ['C'] = 17,     ['D'] = 17,
+    ['E'] = 17,     ['F'] = 17,
+};
+
+size_t nwb_namesym_decode_max(const nwb_namesym_table_t *t, size_t len)
+{
+    const size_t tokens = len / NWB_NAME_TOKEN_LEN;
+    const size_t grow = t != NULL && t->max_len > NWB_NAME_TOKEN_LEN ? t->max_len : 0;
+
+    return len + tokens * grow;
+}
+
+size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t len, char *dst,
+                          uint64_t *decoded, uint64_t *unknown)
+{
+    const char *p = text, *end = text + len, *copied = text;
+    char *o = dst;
+    uint64_t ndec = 0, nunk = 0;
+
+    while (p < end) {
+        const char *hash = memchr(p, '#', (size_t)(end - p));
+        uint64_t h = 0;
+        int ok = 1;
+
+        if (hash == NULL) {
+            break;
+        }
+        p = hash + 1;
+        if (end - hash < (ptrdiff_t)NWB_NAME_TOKEN_LEN || (hash > text && hash[-1] == '#')) {
+            continue;
+        }
+        for (int i = 1; i <= 16; i++) {
+            const uint8_t v = hexval[(unsigned char)hash[i]];
+
+            if (v == 0 || v == 17) {
+                ok = 0;
+                break;
+            }
+            h = (h << 4) | (uint64_t)(v - 1);
+        }
+        if (!ok || (hash + NWB_NAME_TOKEN_LEN < end &&
+                    hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
+            continue;
+        }
+        {
+            size_t slen = 0;
+            const char *s = t != NULL ? nwb_namesym_table_find(t, h, &slen) : NULL;
+
+            if (s == NULL) {
+                nunk++;
+                p = hash + NWB_NAME_TOKEN_LEN;
+                continue;
+            }
+            memcpy(o, copied, (size_t)(hash - copied));
+            o += hash - copied;
+            memcpy(o, s, slen);
+            o += slen;
+            copied = p = hash + NWB_NAME_TOKEN_LEN;
+            ndec++;
+        }
+    }
+    memcpy(o, copied, (size_t)(end - copied));
+    o += end - copied;
+    if (decoded != NULL) {
+        *decoded += ndec;
+    }
+    if (unknown != NULL) {
+        *unknown += nunk;
+    }
+    return (size_t)(o - dst);
+}
