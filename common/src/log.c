@@ -12,6 +12,7 @@
 
 #include "nwb/error.h"
 #include "nwb/log.h"
+#include "nwb/log_batch.h"
 
 static _Atomic(nwb_logger_t *) current_logger;
 
@@ -98,7 +99,8 @@ void nwb_log_write_raw(nwb_log_site_t *site, const char *msg)
 {
     nwb_logger_t *logger = nwb_logger_current();
     const char *text = msg != NULL ? msg : "(null)";
-    const size_t len = strlen(text);
+    /* Bounded: the client keeps at most NWB_LOG_RECORD_MSG_MAX bytes anyway. */
+    const size_t len = strnlen(text, NWB_LOG_RECORD_MSG_MAX + 1);
 
     if (NWB_LIKELY(logger != NULL)) {
         logger->ops->write_raw(logger->self, site, text, len);

@@ -15,6 +15,17 @@
 
 static char tail_ring[NWB_LOG_TAIL_BYTES];
 static atomic_uint_fast64_t tail_head; /* total bytes ever appended */
+static atomic_int tail_on;
+
+void nwb_log_tail_enable(int on)
+{
+    atomic_store_explicit(&tail_on, on != 0, memory_order_relaxed);
+}
+
+int nwb_log_tail_enabled(void)
+{
+    return atomic_load_explicit(&tail_on, memory_order_relaxed);
+}
 
 static char *put_u64(char *p, uint64_t v)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * itest_common.h - shared pieces of the client-to-server integration tests:
- * numbered lines ("itest t<T> n<N>") and the check that each landed exactly
+ * numbered lines ("itest-num t<T> n<N>") and the check that each landed exactly
  * once and in per-thread order.
  */
 #ifndef NWB_ITEST_COMMON_H
@@ -12,7 +12,7 @@
 #include <string.h>
 
 /*
- * Scan @p text for "itest t<T> n<N>" and check that, for every thread
+ * Scan @p text for "itest-num t<T> n<N>" and check that, for every thread
  * T < threads, the numbers 0..per_thread-1 each appear exactly once and in
  * increasing order. Returns 0, or -1 with a reason printed.
  */
@@ -22,10 +22,10 @@ static inline int itest_check_numbered(const char *text, int threads, int per_th
     const char *p = text;
     int rc = 0;
 
-    while ((p = strstr(p, "itest t")) != NULL) {
+    while ((p = strstr(p, "itest-num t")) != NULL) {
         int t = -1, n = -1;
 
-        if (sscanf(p, "itest t%d n%d", &t, &n) != 2 || t < 0 || t >= threads) {
+        if (sscanf(p, "itest-num t%d n%d", &t, &n) != 2 || t < 0 || t >= threads) {
             fprintf(stderr, "unparsable line near: %.60s\n", p);
             rc = -1;
             break;
@@ -37,7 +37,7 @@ static inline int itest_check_numbered(const char *text, int threads, int per_th
             break;
         }
         next[t]++;
-        p += 7;
+        p += 11;
     }
     for (int t = 0; rc == 0 && t < threads; t++) {
         if (next[t] != per_thread) {

@@ -56,7 +56,7 @@ typedef struct nwb_client_config {
     unsigned block_timeout_us;  /* for NWB_CLIENT_FULL_BLOCK */
     int console;                /* standalone: also write lines to stderr */
     size_t memory_bytes;        /* unacknowledged batches kept in memory before the spool */
-    size_t spool_bytes;         /* spool file cap; beyond it the oldest batches are dropped, counted */
+    size_t spool_bytes;         /* spool file cap; beyond it the oldest batches drop (counted) */
     size_t batch_bytes;         /* a batch is sent when it reaches this size ... */
     unsigned flush_interval_ms; /* ... or when its oldest record is this old */
     int launch_server;          /* start nwb-logserver when none answers (AUTO/SERVER) */
@@ -68,7 +68,7 @@ typedef struct nwb_client_config {
 #define NWB_CLIENT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, NULL, NWB_CLIENT_MODE_AUTO, NULL, NULL, NULL, 256u * 1024u, NWB_CLIENT_FULL_DROP,    \
-            1000u, 1, 8u * 1024u * 1024u, 64u * 1024u * 1024u, 64u * 1024u, 20u, 0, 0, NULL, NULL   \
+            1000u, 1, 8u * 1024u * 1024u, 64u * 1024u * 1024u, 64u * 1024u, 20u, 0, 0, NULL, NULL \
     }
 
 /**
@@ -84,7 +84,10 @@ NWB_API int nwb_client_config_args(nwb_client_config_t *cfg, int *argc, char **a
  * Create the client, start its worker and register it as the current logger.
  * On success stores it in @p *out and returns 0; the caller owns it and must
  * call nwb_client_destroy(). On failure returns a negative code, writes a
- * reason to @p errbuf (may be NULL) and leaves nothing running.
+ * reason to @p errbuf (may be NULL), leaves @p *out NULL and nothing running.
+ * At most one client is live per process: while one is, create fails with
+ * NWB_ECONFIG. @p cfg may be NULL (NWB_CLIENT_CONFIG_INIT). docs/client.md
+ * lists every field's bounds and the environment variables.
  */
 NWB_API int nwb_client_create(const nwb_client_config_t *cfg, nwb_client_t **out, char *errbuf,
                               size_t errlen);
@@ -92,14 +95,15 @@ NWB_API int nwb_client_create(const nwb_client_config_t *cfg, nwb_client_t **out
 /**
  * Wait until everything logged before this call is written (standalone),
  * acknowledged by the server, or spooled; at most @p timeout_ms. Returns 0, or
- * NWB_ETIMEOUT. Never call from a signal handler.
+ * NWB_ETIMEOUT. Never call from a signal handler. NULL returns 0.
  */
 NWB_API int nwb_client_flush(nwb_client_t *client, unsigned timeout_ms);
 
 /**
  * Unregister, drain every ring, deliver (or spool) what is left, join the
  * worker, then close files and stop a server launched for this run (unless
- * detached). Nothing accepted before this call is lost. NULL is a no-op.
+ * detached). Nothing accepted before this call is lost. Threads may keep
+ * logging meanwhile: their later calls go to stderr. NULL is a no-op.
  */
 NWB_API void nwb_client_destroy(nwb_client_t *client);
 

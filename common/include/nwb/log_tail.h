@@ -22,6 +22,15 @@ extern "C" {
 #define NWB_LOG_TAIL_LINE_MAX 1024u /* longer messages are cut, marked with "..." */
 
 /**
+ * Turn the tail on or off (off by default). Crash capture turns it on when
+ * it is installed, so programs without crash capture pay nothing for it.
+ */
+NWB_API void nwb_log_tail_enable(int on);
+
+/** 1 when the tail is on. Cheap (one relaxed load). */
+NWB_API int nwb_log_tail_enabled(void);
+
+/**
  * Append @p rec as one line "<time_ns> <LEVEL> <thread> <file>:<line>: <message>\n".
  * One writer thread at a time (the client worker). Never allocates or blocks.
  */

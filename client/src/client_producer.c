@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client_producer.c - the logger behind the NWB_LOGGER_* macros: what runs on
+ * the game's threads. Each thread copies its call's site pointer, time and
+ * raw arguments into its own ring (client_ring.h) without locks, allocation
+ * or I/O; the worker formats later. Also the lifetime protocol that keeps a
+ * call from ever touching a destroyed client, and the thread-exit hook.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "nwb/log_batch.h"
+
+#include "client_core.h"
+#include "client_fmt.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define NWB__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NWB__TSAN 1
+#endif
+#endif
+
+enum { PROD_FRESH = 0, PROD_LINKED = 1, PROD_EXITED = 2 };
+
+/*
+ * Per-thread state, in static TLS so it outlives every client. in_call is
+ * the only field other threads read (destroy waits for it to clear).
+ */
+struct producer {
+    atomic_int in_call;
+    int state;     /* PROD_* */
+    int is_worker; /* the client's own worker thread: never waits for room */
+    uint64_t gen;  /* the client ring belongs to */
+    struct nwb__ring *ring;
+    uint64_t tid;
+    struct producer *prev;
+    struct producer *next;
+};
+
+static _Thread_local struct producer tls_producer;
+
+static struct {
+    _Atomic(struct nwb_client *) live; /* the client calls go to, or NULL */
+    pthread_mutex_t lock;              /* list and claimed */
+    struct producer *list;             /* every thread that ever logged, until it exits */
+    int claimed;
+    pthread_key_t key; /* its destructor retires a thread's ring */
+    int fence;         /* 1: light barriers are real fences (no membarrier) */
+    atomic_uint_fast64_t next_gen;
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER, .fence = 1, .next_gen = 1};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_err;
+
+/* Size of a drop note: header and a uint64_t count. */
+#define NOTE_SIZE (NWB__REC_HDR + 8u)
+
+static inline uint32_t round8(size_t n)
+{
+    return (uint32_t)((n + 7u) & ~(size_t)7u);
+}
+
+/*
+ * The light half of an asymmetric barrier pair (folly, liburcu): with
+ * membarrier(PRIVATE_EXPEDITED) the worker and destroy pay for the full
+ * fence, so a producer only needs to stop the compiler from reordering.
+ */
+static inline void barrier_light(void)
+{
+    if (NWB_UNLIKELY(G.fence)) {
+        atomic_thread_fence(memory_order_seq_cst);
+    } else {
+        atomic_signal_fence(memory_order_seq_cst);
+    }
+}
+
+void nwb__barrier_heavy(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!G.fence) {
+        (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
+    }
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t wall_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Producer-only counters: a relaxed load and store, no locked instruction. */
+static inline void bump(atomic_uint_fast64_t *v)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1u,
+                          memory_order_relaxed);
+}
+
+/* ---- no live client: one synchronous stderr line, like common's fallback ---- */
+
+static void fallback_line(const nwb_log_site_t *site, const char *msg, size_t len)
+{
+    char line[2048];
+    int n = snprintf(line, sizeof(line), "%-7s %s:%u: %.*s\n", nwb_log_level_name(site->level),
+                     site->file, (unsigned)site->line, (int)(len > 1900 ? 1900 : len), msg);
+
+    if (n > 0) {
+        size_t want = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+        ssize_t w = write(STDERR_FILENO, line, want);
+
+        (void)w; /* nothing sensible to do when stderr itself fails */
+    }
+}
+
+static void fallback_format(const nwb_log_site_t *site, va_list ap)
+{
+    uint8_t kinds[NWB_LOG_MAX_ARGS];
+    uint8_t nargs;
+    char msg[1024];
+    int n;
+
+    if (nwb__fmt_parse(site->fmt, kinds, &nargs) == NWB_LOG_SITE_COMPLEX &&
+        kinds[0] == NWB__CX_REJECT) {
+        fallback_line(site, site->fmt, strlen(site->fmt));
+        return;
+    }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    n = vsnprintf(msg, sizeof(msg), site->fmt, ap);
+#pragma GCC diagnostic pop
+    if (n >= 0) {
+        fallback_line(site, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+    }
+}
+
+/* ---- thread registration and client lifetime ---- */
+
+static void producer_exit(void *arg)
+{
+    struct producer *p = arg;
+    struct nwb_client *c;
+
+    pthread_mutex_lock(&G.lock);
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        G.list = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    }
+    /* Under G.lock the live client cannot be freed: destroy takes the lock first. */
+    c = atomic_load_explicit(&G.live, memory_order_acquire);
+    if (c != NULL && p->ring != NULL && p->gen == c->gen) {
+        atomic_store_explicit(&p->ring->closed, 1, memory_order_release);
+        nwb__worker_wake(c, 1);
+    }
+    /* Calls from later TLS destructors of this thread go to stderr. */
+    p->state = PROD_EXITED;
+    p->ring = NULL;
+    p->gen = 0;
+    pthread_mutex_unlock(&G.lock);
+}
+
+static void global_init_once(void)
+{
+    int rc = pthread_key_create(&G.key, producer_exit);
+
+    if (rc != 0) {
+        global_err = -rc;
+        return;
+    }
+#ifndef NWB__TSAN
+    {
+        long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
+
+        if (q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+            syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0) {
+            G.fence = 0;
+        }
+    }
+#endif
+}
+
+int nwb__producer_global_init(void)
+{
+    pthread_once(&global_once, global_init_once);
+    return global_err;
+}
+
+int nwb__producer_claim(uint64_t *gen)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&G.lock);
+    if (G.claimed) {
+        rc = NWB_ECONFIG;
+    } else {
+        G.claimed = 1;
+        *gen = atomic_fetch_add(&G.next_gen, 1);
+    }
+    pthread_mutex_unlock(&G.lock);
+    return rc;
+}
+
+void nwb__producer_unclaim(void)
+{
+    pthread_mutex_lock(&G.lock);
+    G.claimed = 0;
+    pthread_mutex_unlock(&G.lock);
+}
+
+void nwb__producer_publish(struct nwb_client *c)
+{
+    atomic_store_explicit(&G.live, c, memory_order_seq_cst);
+}
+
+void nwb__producer_retire(struct nwb_client *c)
+{
+    atomic_store_explicit(&c->closing, 1, memory_order_seq_cst);
+    atomic_store_explicit(&G.live, NULL, memory_order_seq_cst);
+    nwb__barrier_heavy();
+    /*
+     * Every thread either saw live == NULL or had announced in_call before
+     * the barrier; wait for the latter. A waiting BLOCK producer sees closing
+     * and gives up, so this wait is short.
+     */
+    pthread_mutex_lock(&G.lock);
+    for (struct producer *p = G.list; p != NULL; p = p->next) {
+        while (atomic_load_explicit(&p->in_call, memory_order_acquire) != 0) {
+            sched_yield();
+        }
+    }
+    pthread_mutex_unlock(&G.lock);
+}
+
+void nwb__producer_mark_worker(void)
+{
+    tls_producer.is_worker = 1;
+}
+
+void nwb__worker_wake(struct nwb_client *c, int force)
+{
+    if (force || atomic_exchange_explicit(&c->sleeping, 0, memory_order_acq_rel) != 0) {
+        const uint64_t one = 1;
+        ssize_t w = write(c->efd, &one, sizeof(one));
+
+        (void)w; /* EAGAIN: the counter is already non-zero, the worker wakes anyway */
+    }
+}
+
+/* First call on this thread: join the producer list (may take the lock). */
+static NWB_NOINLINE int producer_link(struct producer *p)
+{
+    if (p->state == PROD_EXITED) {
+        return -1;
+    }
+    pthread_mutex_lock(&G.lock);
+    if (pthread_setspecific(G.key, p) != 0) {
+        pthread_mutex_unlock(&G.lock);
+        return -1;
+    }
+    p->tid = (uint64_t)syscall(SYS_gettid);
+    p->prev = NULL;
+    p->next = G.list;
+    if (G.list != NULL) {
+        G.list->prev = p;
+    }
+    G.list = p;
+    p->state = PROD_LINKED;
+    pthread_mutex_unlock(&G.lock);
+    return 0;
+}
+
+/* Announce the call, then read the live client (Dekker pair with retire). */
+static inline struct nwb_client *call_enter(struct producer *p)
+{
+    atomic_store_explicit(&p->in_call, 1, memory_order_relaxed);
+    barrier_light();
+    return atomic_load_explicit(&G.live, memory_order_acquire);
+}
+
+static inline void call_leave(struct producer *p)
+{
+    atomic_store_explicit(&p->in_call, 0, memory_order_release);
+}
+
+/* First call of this thread for client @p c: make and register its ring. */
+static NWB_NOINLINE void producer_attach(struct producer *p, struct nwb_client *c)
+{
+    struct nwb__ring *r = nwb__ring_create(c->s.ring_bytes, p->tid);
+
+    p->gen = c->gen;
+    p->ring = r; /* NULL: out of memory, this thread's records are dropped and counted */
+    if (r == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&c->ring_lock);
+    r->next = c->rings;
+    c->rings = r;
+    atomic_fetch_add_explicit(&c->rings_gen, 1u, memory_order_release);
+    pthread_mutex_unlock(&c->ring_lock);
+}
+
+/* ---- reserving room ---- */
+
+/* A drop note goes in front of the first record that fits after a gap. */
+static NWB_NOINLINE uint8_t *reserve_after_gap(struct nwb__ring *r, uint32_t size, uint64_t now)
+{
+    const uint64_t save = r->head_local;
+    uint8_t *np = nwb__ring_reserve(r, NOTE_SIZE);
+    struct nwb__rec *note;
+    uint8_t *dst;
+
+    if (np == NULL) {
+        return NULL;
+    }
+    note = (struct nwb__rec *)(void *)np;
+    note->size = NOTE_SIZE;
+    note->type = NWB__REC_DROPNOTE;
+    note->flags = NWB_LOG_RECORD_DROPNOTE;
+    note->aux = 0;
+    note->site = NULL;
+    note->time_ns = now;
+    memcpy(np + NWB__REC_HDR, &r->pending_drops, 8);
+    r->head_local += NOTE_SIZE;
+    dst = nwb__ring_reserve(r, size);
+    if (dst == NULL) {
+        r->head_local = save; /* nothing was published; the note waits for the next try */
+        return NULL;
+    }
+    r->pending_drops = 0;
+    return dst;
+}
+
+static inline uint8_t *reserve_try(struct nwb__ring *r, uint32_t size, uint64_t now)
+{
+    if (NWB_LIKELY(r->pending_drops == 0)) {
+        return nwb__ring_reserve(r, size);
+    }
+    return reserve_after_gap(r, size, now);
+}
+
+/* The ring is full: wait (BLOCK policy) or drop and count. */
+static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer *p,
+                                          struct nwb__ring *r, uint32_t size, uint64_t now)
+{
+    if (c->s.full_policy == NWB_CLIENT_FULL_BLOCK && !p->is_worker) {
+        const uint64_t deadline = mono_ns() + (uint64_t)c->s.block_timeout_us * 1000u;
+
+        nwb__worker_wake(c, 0);
+        for (unsigned spin = 1;; spin++) {
+            uint8_t *dst;
+
+            if (spin < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+            dst = reserve_try(r, size, now);
+            if (dst != NULL) {
+                return dst;
+            }
+            if (atomic_load_explicit(&c->closing, memory_order_relaxed) != 0) {
+                break;
+            }
+            if ((spin & 15u) == 0 && mono_ns() >= deadline) {
+                break;
+            }
+        }
+    }
+    r->pending_drops++;
+    bump(&r->dropped);
+    return NULL;
+}
+
+static inline uint8_t *reserve(struct nwb_client *c, struct producer *p, struct nwb__ring *r,
+                               uint32_t size, uint64_t now)
+{
+    uint8_t *dst = reserve_try(r, size, now);
+
+    if (NWB_LIKELY(dst != NULL)) {
+        return dst;
+    }
+    return reserve_full(c, p, r, size, now);
+}
+
+/* The worker sleeps: wake it when it sleeps deeply, or lazily while this ring fills up. */
+static NWB_NOINLINE void wake_check(struct nwb_client *c, struct nwb__ring *r, int sleeping)
+{
+    if (sleeping == NWB__SLEEP_LAZY &&
+        r->head_local - atomic_load_explicit(&r->tail, memory_order_relaxed) <= r->cap / 2u) {
+        return; /* the worker looks again within NWB__LAZY_SLEEP_MS */
+    }
+    nwb__worker_wake(c, 0);
+}
+
+static inline void publish(struct nwb_client *c, struct nwb__ring *r, uint32_t size)
+{
+    int sleeping;
+
+    nwb__ring_commit(r, size);
+    bump(&r->accepted);
+    /* Dekker pair with the worker's "sleeping = DEEP; heavy barrier; look at rings". */
+    barrier_light();
+    sleeping = atomic_load_explicit(&c->sleeping, memory_order_relaxed);
+    if (NWB_UNLIKELY(sleeping != NWB__SLEEP_AWAKE)) {
+        wake_check(c, r, sleeping);
+    }
+}
+
+static void drop_no_ring(struct nwb_client *c)
+{
+    atomic_fetch_add_explicit(&c->st.records_dropped, 1u, memory_order_relaxed);
+}
+
+/* ---- records ---- */
+
+/* A message as is: raw calls, and formats rendered on the calling thread. */
+static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                        const char *msg, size_t len)
+{
+    struct nwb__ring *r = p->ring;
+    uint64_t now = wall_ns();
+    size_t max;
+    uint8_t flags = 0;
+    uint32_t size;
+    uint8_t *dst;
+    struct nwb__rec *h;
+
+    if (NWB_UNLIKELY(r == NULL)) {
+        drop_no_ring(c);
+        return;
+    }
+    max = r->rec_max - NWB__REC_HDR;
+    if (max > NWB_LOG_RECORD_MSG_MAX) {
+        max = NWB_LOG_RECORD_MSG_MAX;
+    }
+    if (NWB_UNLIKELY(len > max)) {
+        len = max;
+        flags = NWB_LOG_RECORD_TRUNCATED;
+    }
+    size = round8(NWB__REC_HDR + len);
+    dst = reserve(c, p, r, size, now);
+    if (dst == NULL) {
+        return;
+    }
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_TEXT;
+    h->flags = flags;
+    h->aux = (uint16_t)(size - NWB__REC_HDR - len);
+    h->site = site;
+    h->time_ns = now;
+    if (NWB_UNLIKELY(flags != 0)) {
+        memcpy(dst + NWB__REC_HDR, msg, len - 3u);
+        memcpy(dst + NWB__REC_HDR + len - 3u, "...", 3);
+    } else {
+        memcpy(dst + NWB__REC_HDR, msg, len);
+    }
+    publish(c, r, size);
+}
+
+/* A COMPLEX site: format here with vsnprintf (slow path, same text as printf). */
+static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p,
+                                        nwb_log_site_t *site, unsigned how, va_list ap)
+{
+    static const char reject[] = " [nwb: %n is not supported, arguments not printed]";
+    struct nwb__ring *r = p->ring;
+    char small[512];
+    uint64_t now;
+    size_t max;
+    size_t len;
+    uint32_t size;
+    uint8_t *dst;
+    struct nwb__rec *h;
+    va_list aq;
+    int n;
+
+    if (how == NWB__CX_REJECT) {
+        n = snprintf(small, sizeof(small), "%s%s", site->fmt, reject);
+        record_text(c, p, site, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
+        return;
+    }
+    va_copy(aq, ap);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    n = vsnprintf(small, sizeof(small), site->fmt, ap);
+    if (n < 0) {
+        record_text(c, p, site, site->fmt, strlen(site->fmt));
+    } else if ((size_t)n < sizeof(small)) {
+        record_text(c, p, site, small, (size_t)n);
+    } else if (r == NULL) {
+        drop_no_ring(c);
+    } else {
+        /* Too long for the stack buffer: format straight into the ring. */
+        max = r->rec_max - NWB__REC_HDR - 1u;
+        if (max > NWB_LOG_RECORD_MSG_MAX) {
+            max = NWB_LOG_RECORD_MSG_MAX;
+        }
+        len = (size_t)n > max ? max : (size_t)n;
+        size = round8(NWB__REC_HDR + len + 1u);
+        now = wall_ns();
+        dst = reserve(c, p, r, size, now);
+        if (dst != NULL) {
+            h = (struct nwb__rec *)(void *)dst;
+            h->size = size;
+            h->type = NWB__REC_TEXT;
+            h->flags = 0;
+            h->aux = (uint16_t)(size - NWB__REC_HDR - len);
+            h->site = site;
+            h->time_ns = now;
+            vsnprintf((char *)dst + NWB__REC_HDR, len + 1u, site->fmt, aq);
+            if (len < (size_t)n) {
+                h->flags = NWB_LOG_RECORD_TRUNCATED;
+                memcpy(dst + NWB__REC_HDR + len - 3u, "...", 3);
+            }
+            publish(c, r, size);
+        }
+    }
+#pragma GCC diagnostic pop
+    va_end(aq);
+}
+
+/* Parse the site's format once; threads that lose the race parse into @p local. */
+static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
+                                          const uint8_t **kinds, unsigned *nargs)
+{
+    uint32_t expected = NWB_LOG_SITE_UNPARSED;
+    uint32_t st;
+    uint8_t n;
+
+    if (__atomic_compare_exchange_n(&site->state, &expected, NWB_LOG_SITE_PARSING, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        st = nwb__fmt_parse(site->fmt, site->kinds, &n);
+        site->nargs = n;
+        __atomic_store_n(&site->state, st, __ATOMIC_RELEASE);
+        *kinds = site->kinds;
+        *nargs = n;
+        return st;
+    }
+    if (expected == NWB_LOG_SITE_READY || expected == NWB_LOG_SITE_COMPLEX) {
+        *kinds = site->kinds;
+        *nargs = site->nargs;
+        return expected;
+    }
+    st = nwb__fmt_parse(site->fmt, local, &n);
+    *kinds = local;
+    *nargs = n;
+    return st;
+}
+
+/* The deferred path: capture the raw arguments. */
+static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list ap)
+{
+    struct nwb__ring *r = p->ring;
+    _Alignas(16) uint8_t slots[NWB_LOG_MAX_ARGS * 16];
+    const char *sp[NWB_LOG_MAX_ARGS];
+    uint32_t sl[NWB_LOG_MAX_ARGS];
+    uint32_t soff[NWB_LOG_MAX_ARGS];
+    uint8_t local[NWB_LOG_MAX_ARGS];
+    /* Acquire first: kinds and nargs are only valid once READY is seen. */
+    uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+    const uint8_t *kinds = site->kinds;
+    unsigned nargs = state == NWB_LOG_SITE_READY ? site->nargs : 0u;
+    unsigned ns = 0;
+    size_t so = 0;
+    size_t strbytes = 0;
+    int last_int = -1;
+    size_t total;
+    uint32_t size;
+    uint64_t now;
+    uint8_t *dst;
+    struct nwb__rec *h;
+
+    if (NWB_UNLIKELY(state != NWB_LOG_SITE_READY)) {
+        if (state == NWB_LOG_SITE_COMPLEX) {
+            nargs = 0;
+        } else {
+            state = site_prepare(site, local, &kinds, &nargs);
+        }
+        if (state == NWB_LOG_SITE_COMPLEX) {
+            record_complex(c, p, site, kinds[0], ap);
+            return;
+        }
+    }
+    if (NWB_UNLIKELY(r == NULL)) {
+        drop_no_ring(c);
+        return;
+    }
+    for (unsigned i = 0; i < nargs; i++) {
+        uint8_t *slot = slots + so;
+
+        switch (kinds[i]) {
+        case NWB__ARG_INT: {
+            const int v = va_arg(ap, int);
+            const int64_t wide = v;
+
+            memcpy(slot, &wide, 8); /* the low bytes on little-endian; render reads an int */
+            if (sizeof(int) != 8) {
+                memcpy(slot, &v, sizeof(v));
+            }
+            last_int = v;
+            so += 8;
+            break;
+        }
+        case NWB__ARG_LONG: {
+            const long v = va_arg(ap, long);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_LLONG: {
+            const long long v = va_arg(ap, long long);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_SIZE: {
+            const size_t v = va_arg(ap, size_t);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_INTMAX: {
+            const intmax_t v = va_arg(ap, intmax_t);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_PTRDIFF: {
+            const ptrdiff_t v = va_arg(ap, ptrdiff_t);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_DOUBLE: {
+            const double v = va_arg(ap, double);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        case NWB__ARG_LDOUBLE: {
+            const long double v = va_arg(ap, long double);
+
+            memset(slot, 0, 16);
+            memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
+            so += 16;
+            break;
+        }
+        case NWB__ARG_PTR: {
+            void *const v = va_arg(ap, void *);
+
+            memcpy(slot, &v, sizeof(v));
+            so += 8;
+            break;
+        }
+        default: { /* the three string kinds */
+            const char *s = va_arg(ap, const char *);
+            uint32_t sflags = 0;
+            size_t len = 0;
+
+            if (s == NULL) {
+                sflags = NWB__STR_NULL;
+            } else {
+                long prec = -1;
+
+                if (kinds[i] == NWB__ARG_STR_PSTAR) {
+                    prec = last_int; /* negative: as if no precision */
+                } else if (kinds[i] == NWB__ARG_STR_PLIT) {
+                    prec = nwb__fmt_arg_prec(site->fmt, i);
+                }
+                if (prec >= 0 && prec <= (long)NWB__STR_MAX) {
+                    /* printf reads at most prec bytes: so do we (the array may not end in NUL) */
+                    len = strnlen(s, (size_t)prec);
+                } else {
+                    len = strnlen(s, NWB__STR_MAX + 1u);
+                    if (len > NWB__STR_MAX) {
+                        len = NWB__STR_MAX;
+                        sflags = NWB__STR_TRUNCATED;
+                    }
+                }
+            }
+            memcpy(slot, &(uint32_t){(uint32_t)len}, 4);
+            memcpy(slot + 4, &sflags, 4);
+            sp[ns] = s;
+            sl[ns] = (uint32_t)len;
+            soff[ns] = (uint32_t)so;
+            ns++;
+            strbytes += len + 1u;
+            so += 8;
+            break;
+        }
+        }
+    }
+    total = NWB__REC_HDR + so + strbytes;
+    if (NWB_UNLIKELY(total > r->rec_max)) {
+        /* Cut strings from the last one back until the record fits its bound. */
+        size_t over = total - r->rec_max;
+
+        for (unsigned j = ns; j-- > 0 && over > 0;) {
+            const uint32_t cut = sl[j] < over ? sl[j] : (uint32_t)over;
+            const uint32_t sflags = NWB__STR_TRUNCATED;
+
+            if (cut == 0) {
+                continue;
+            }
+            sl[j] -= cut;
+            over -= cut;
+            strbytes -= cut;
+            memcpy(slots + soff[j], &sl[j], 4);
+            memcpy(slots + soff[j] + 4, &sflags, 4);
+        }
+        total = NWB__REC_HDR + so + strbytes;
+    }
+    size = round8(total);
+    now = wall_ns();
+    dst = reserve(c, p, r, size, now);
+    if (dst == NULL) {
+        return;
+    }
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_ARGS;
+    h->flags = 0;
+    h->aux = (uint16_t)so;
+    h->site = site;
+    h->time_ns = now;
+    memcpy(dst + NWB__REC_HDR, slots, so);
+    dst += NWB__REC_HDR + so;
+    for (unsigned j = 0; j < ns; j++) {
+        if (sp[j] != NULL) {
+            memcpy(dst, sp[j], sl[j]);
+        }
+        dst[sl[j]] = '\0';
+        dst += sl[j] + 1u;
+    }
+    publish(c, r, size);
+}
+
+/* ---- the logger ops ---- */
+
+static void op_write(void *self, nwb_log_site_t *site, va_list ap)
+{
+    struct producer *p = &tls_producer;
+    struct nwb_client *c;
+
+    (void)self; /* the static logger; the live client is read under the in-call flag */
+    if (NWB_UNLIKELY(p->state != PROD_LINKED) && producer_link(p) != 0) {
+        fallback_format(site, ap);
+        return;
+    }
+    if (NWB_UNLIKELY(atomic_load_explicit(&p->in_call, memory_order_relaxed) != 0)) {
+        fallback_format(site, ap); /* nested on this thread (a signal handler): not the ring */
+        return;
+    }
+    c = call_enter(p);
+    if (NWB_LIKELY(c != NULL)) {
+        if (NWB_UNLIKELY(p->gen != c->gen)) {
+            producer_attach(p, c);
+        }
+        record_args(c, p, site, ap);
+        call_leave(p);
+        return;
+    }
+    call_leave(p);
+    fallback_format(site, ap);
+}
+
+static void op_write_raw(void *self, nwb_log_site_t *site, const char *msg, size_t len)
+{
+    struct producer *p = &tls_producer;
+    struct nwb_client *c;
+
+    (void)self;
+    if (NWB_UNLIKELY(p->state != PROD_LINKED) && producer_link(p) != 0) {
+        fallback_line(site, msg, len);
+        return;
+    }
+    if (NWB_UNLIKELY(atomic_load_explicit(&p->in_call, memory_order_relaxed) != 0)) {
+        fallback_line(site, msg, len); /* nested on this thread (a signal handler) */
+        return;
+    }
+    c = call_enter(p);
+    if (NWB_LIKELY(c != NULL)) {
+        if (NWB_UNLIKELY(p->gen != c->gen)) {
+            producer_attach(p, c);
+        }
+        record_text(c, p, site, msg, len);
+        call_leave(p);
+        return;
+    }
+    call_leave(p);
+    fallback_line(site, msg, len);
+}
+
+static void op_flush(void *self)
+{
+    struct producer *p = &tls_producer;
+    struct nwb_client *c;
+
+    (void)self;
+    if (NWB_UNLIKELY(p->state != PROD_LINKED) && producer_link(p) != 0) {
+        return;
+    }
+    if (atomic_load_explicit(&p->in_call, memory_order_relaxed) != 0) {
+        return; /* nested on this thread: waiting here could deadlock */
+    }
+    c = call_enter(p);
+    if (c != NULL && !p->is_worker) {
+        (void)nwb_client_flush(c, NWB__FATAL_FLUSH_MS);
+    }
+    call_leave(p);
+}
+
+static const nwb_logger_ops_t producer_ops = {op_write, op_write_raw, op_flush};
+static nwb_logger_t producer_logger = {&producer_ops, NULL};
+
+nwb_logger_t *nwb__producer_logger(void)
+{
+    return &producer_logger;
+}

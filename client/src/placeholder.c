@@ -1,1 +1,0 @@
-int nwb__client_placeholder(void); int nwb__client_placeholder(void) { return 0; }
