@@ -109,7 +109,7 @@ int nwb__server_probe(const char *host, const char *port, unsigned timeout_ms);
 /*
  * Launching a server for this run (launcher.c). nwb__server_launch() finds
  * nwb-logserver (@p exe, else next to /proc/self/exe, else $PATH), starts it
- * with --port 0 (or @p port) and waits up to @p timeout_ms for its listening
+ * with --port 0 and waits up to @p timeout_ms for its listening
  * line, then writes the real "host:port" into @p addr. nwb__server_stop()
  * sends SIGTERM and reaps it (bounded wait, then SIGKILL).
  */
