@@ -57,6 +57,36 @@ void nwb_test_rmtree(const char *path)
     nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Servers started and not yet stopped: killed at exit, so a failed test leaves no orphan. */
+static pid_t live_servers[64];
+
+static void kill_live_servers(void)
+{
+    for (size_t i = 0; i < sizeof(live_servers) / sizeof(live_servers[0]); i++) {
+        if (live_servers[i] > 0) {
+            kill(live_servers[i], SIGKILL);
+            waitpid(live_servers[i], NULL, 0);
+            live_servers[i] = 0;
+        }
+    }
+}
+
+static void track_server(pid_t pid, int add)
+{
+    static int hooked;
+
+    if (!hooked) {
+        atexit(kill_live_servers);
+        hooked = 1;
+    }
+    for (size_t i = 0; i < sizeof(live_servers) / sizeof(live_servers[0]); i++) {
+        if (add ? live_servers[i] == 0 : live_servers[i] == pid) {
+            live_servers[i] = add ? pid : 0;
+            return;
+        }
+    }
+}
+
 int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const char *out_dir,
                           int port, const char *const *extra)
 {
@@ -109,6 +139,7 @@ int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const ch
         close(errp[0]);
         return -1;
     }
+    track_server(srv->pid, 1);
     srv->stdout_fd = outp[0];
     srv->stderr_fd = errp[0];
     fcntl(srv->stdout_fd, F_SETFL, O_NONBLOCK);
@@ -147,6 +178,7 @@ int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const ch
     }
     kill(srv->pid, SIGKILL);
     waitpid(srv->pid, NULL, 0);
+    track_server(srv->pid, 0);
     close(srv->stdout_fd);
     close(srv->stderr_fd);
     srv->pid = 0;
@@ -177,6 +209,7 @@ int nwb_test_server_stop(struct nwb_test_server *srv, int sig, int timeout_ms)
         /* Waiting for a child has no fd to poll on here; a short poll() slice is the wait. */
         poll(NULL, 0, 5);
     }
+    track_server(srv->pid, 0);
     srv->pid = 0;
     if (srv->stdout_fd >= 0) {
         close(srv->stdout_fd);
