@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * telemetry_ingest.c - POST /v1/telemetry: zstd decompression under caps (output bytes and
+ * window size; the frame's claimed content size is never trusted), strict validation as one
+ * segment, append to the run's telemetry.nwbs once per seq, and an atomic rebuild of
+ * telemetry.json (temporary file, fsync, rename). Runs on a server worker thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "nwb/alloc.h"
+#include "nwb/byte_order.h"
+#include "nwb/error.h"
+#include "nwb/telemetry_report.h"
+#include "telemetry_int.h"
+
+#define PATH_CAP 4096
+
+void nwb__tel_ingest_metrics_init(struct nwb__tel_ingest_metrics *m)
+{
+    atomic_init(&m->uploads, 0);
+    atomic_init(&m->accepted, 0);
+    atomic_init(&m->duplicates, 0);
+    atomic_init(&m->rejected, 0);
+    atomic_init(&m->too_large, 0);
+    atomic_init(&m->unsupported, 0);
+    atomic_init(&m->failures, 0);
+    atomic_init(&m->bytes_received, 0);
+    atomic_init(&m->bytes_stored, 0);
+    atomic_init(&m->events, 0);
+}
+
+size_t nwb__tel_ingest_metrics_format(const struct nwb__tel_ingest_metrics *m, char *buf,
+                                      size_t cap)
+{
+    const int n = snprintf(
+        buf, cap,
+        "# TYPE nwb_telemetry_uploads_total counter\n"
+        "nwb_telemetry_uploads_total %llu\n"
+        "# TYPE nwb_telemetry_uploads_accepted_total counter\n"
+        "nwb_telemetry_uploads_accepted_total %llu\n"
+        "# TYPE nwb_telemetry_uploads_duplicate_total counter\n"
+        "nwb_telemetry_uploads_duplicate_total %llu\n"
+        "# TYPE nwb_telemetry_uploads_rejected_total counter\n"
+        "nwb_telemetry_uploads_rejected_total{reason=\"malformed\"} %llu\n"
+        "nwb_telemetry_uploads_rejected_total{reason=\"too_large\"} %llu\n"
+        "nwb_telemetry_uploads_rejected_total{reason=\"unsupported_encoding\"} %llu\n"
+        "nwb_telemetry_uploads_rejected_total{reason=\"server_error\"} %llu\n"
+        "# TYPE nwb_telemetry_bytes_received_total counter\n"
+        "nwb_telemetry_bytes_received_total %llu\n"
+        "# TYPE nwb_telemetry_bytes_stored_total counter\n"
+        "nwb_telemetry_bytes_stored_total %llu\n"
+        "# TYPE nwb_telemetry_events_total counter\n"
+        "nwb_telemetry_events_total %llu\n",
+        (unsigned long long)atomic_load(&m->uploads), (unsigned long long)atomic_load(&m->accepted),
+        (unsigned long long)atomic_load(&m->duplicates),
+        (unsigned long long)atomic_load(&m->rejected),
+        (unsigned long long)atomic_load(&m->too_large),
+        (unsigned long long)atomic_load(&m->unsupported),
+        (unsigned long long)atomic_load(&m->failures),
+        (unsigned long long)atomic_load(&m->bytes_received),
+        (unsigned long long)atomic_load(&m->bytes_stored),
+        (unsigned long long)atomic_load(&m->events));
+
+    if (n < 0 || cap == 0) {
+        return 0;
+    }
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* Metrics are optional: @p m may be NULL (tests, tools). */
+#define COUNT(m, field, v)                                                                         \
+    do {                                                                                           \
+        if ((m) != NULL) {                                                                         \
+            atomic_fetch_add_explicit(&(m)->field, (v), memory_order_relaxed);                     \
+        }                                                                                          \
+    } while (0)
+
+static void answer(struct nwb__tel_ingest_res *res, int http, int status, const char *what,
+                   const char *reason)
+{
+    res->http_status = http;
+    res->status = status;
+    if (http == 200) {
+        return;
+    }
+    /* reason is a static decoder/ingest string: plain ASCII without quotes or backslashes. */
+    snprintf(res->body, sizeof(res->body),
+             "{\"error\":\"%s\",\"status\":\"%s\",\"code\":%d,\"offset\":%llu,\"reason\":\"%s\"}",
+             what, status == 0 ? "ok" : nwb_err_name(status), status,
+             (unsigned long long)res->offset, reason != NULL ? reason : "");
+}
+
+/*
+ * Decompress one zstd frame from @p in into a nwb_malloc'd buffer of at most @p max bytes,
+ * with frames needing a window above 2^@p wlog refused. Returns 0, NWB_ETOOBIG (a cap),
+ * NWB_ECOMPRESS (corrupt, truncated, or data after the frame) with a reason.
+ */
+static int unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog, uint8_t **out,
+                  size_t *out_len, const char **why)
+{
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_inBuffer ib = {in, in_len, 0};
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    size_t len = 0;
+    int err = 0;
+    int done = 0;
+
+    *out = NULL;
+    *out_len = 0;
+    if (d == NULL) {
+        *why = "out of memory";
+        return -ENOMEM;
+    }
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, (int)wlog))) {
+        ZSTD_freeDCtx(d);
+        *why = "zstd window limit rejected";
+        return NWB_ECONFIG;
+    }
+    while (!done) {
+        ZSTD_outBuffer ob;
+        size_t r;
+
+        if (len == cap) {
+            /* Grow by what has been produced so far (the claimed size is ignored), never past
+             * max + 1: one byte beyond the cap proves the frame is too big. */
+            size_t ncap = cap == 0 ? (in_len * 4 < 65536 ? 65536 : in_len * 4) : cap * 2;
+            uint8_t *p;
+
+            if (ncap > max + 1) {
+                ncap = max + 1;
+            }
+            if (ncap <= cap) {
+                err = NWB_ETOOBIG;
+                *why = "decompressed upload exceeds the cap";
+                break;
+            }
+            p = nwb_realloc(buf, ncap);
+            if (p == NULL) {
+                err = -ENOMEM;
+                *why = "out of memory";
+                break;
+            }
+            buf = p;
+            cap = ncap;
+        }
+        ob.dst = buf;
+        ob.size = cap;
+        ob.pos = len;
+        r = ZSTD_decompressStream(d, &ob, &ib);
+        len = ob.pos;
+        if (ZSTD_isError(r)) {
+            if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge) {
+                err = NWB_ETOOBIG;
+                *why = "zstd window larger than the cap";
+            } else {
+                err = NWB_ECOMPRESS;
+                *why = "corrupt zstd data";
+            }
+            break;
+        }
+        if (len > max) {
+            err = NWB_ETOOBIG;
+            *why = "decompressed upload exceeds the cap";
+            break;
+        }
+        if (r == 0) {
+            done = 1;
+        } else if (ib.pos == ib.size && ob.pos < ob.size) {
+            /* All input consumed, room left, frame not finished: truncated. */
+            err = NWB_ECOMPRESS;
+            *why = "zstd frame is truncated";
+            break;
+        }
+    }
+    ZSTD_freeDCtx(d);
+    if (err == 0 && ib.pos != ib.size) {
+        err = NWB_ECOMPRESS;
+        *why = "data after the zstd frame (one frame per upload)";
+    }
+    if (err != 0) {
+        nwb_free(buf);
+        return err;
+    }
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+struct seg_probe {
+    uint64_t seq;
+    uint64_t want;
+    int found;
+    size_t last_offset; /* where the last segment header starts */
+};
+
+static int probe_segment(void *ctx, const nwb_tel_header_t *h, size_t offset)
+{
+    struct seg_probe *p = ctx;
+
+    p->last_offset = offset;
+    p->seq = h->seq;
+    if (h->seq == p->want) {
+        p->found = 1;
+    }
+    return 1; /* headers only matter here */
+}
+
+static int path_join(char *dst, const char *dir, const char *name)
+{
+    const int n = snprintf(dst, PATH_CAP, "%s/%s", dir, name);
+
+    return n > 0 && n < PATH_CAP ? 0 : NWB_ETOOBIG;
+}
+
+/* Read the whole file (at most @p max bytes) plus @p extra spare capacity. Missing = empty. */
+static int read_stream(int fd, size_t max, size_t extra, nwb_tel_buf_t *b)
+{
+    struct stat st;
+    size_t off = 0;
+    int err;
+
+    if (fstat(fd, &st) != 0) {
+        return -errno;
+    }
+    if ((uint64_t)st.st_size > max) {
+        return NWB_ETOOBIG;
+    }
+    err = nwb_tel_buf_reserve(b, (size_t)st.st_size + extra);
+    if (err != 0) {
+        return err;
+    }
+    while (off < (size_t)st.st_size) {
+        const ssize_t r = pread(fd, b->data + off, (size_t)st.st_size - off, (off_t)off);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            return -errno;
+        }
+        if (r == 0) {
+            break; /* shrank meanwhile: use what is there */
+        }
+        off += (size_t)r;
+    }
+    b->len = off;
+    return 0;
+}
+
+/* Write the pieces back to back at @p at (pwrite: POSIX, unlike pwritev). */
+static int write_all_at(int fd, const struct iovec *iov, int n, off_t at)
+{
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t left = iov[i].iov_len;
+
+        while (left > 0) {
+            const ssize_t w = pwrite(fd, p, left, at);
+
+            if (w < 0 && errno == EINTR) {
+                continue;
+            }
+            if (w < 0) {
+                return -errno;
+            }
+            p += w;
+            left -= (size_t)w;
+            at += w;
+        }
+    }
+    return 0;
+}
+
+/* Build the report of @p stream and replace run_dir/telemetry.json atomically. */
+static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
+                        const nwb_namesym_table_t *names)
+{
+    nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
+    nwb_tel_ingest_summary_t ingest;
+    char path[PATH_CAP];
+    char tmp[PATH_CAP];
+    nwb_tel_buf_t json;
+    size_t off = 0;
+    int fd;
+    int err;
+
+    err = path_join(path, run_dir, NWB_TEL_INGEST_LOG_NAME);
+    if (err == 0) {
+        err = nwb_tel_ingest_log_load(path, &ingest);
+    }
+    if (err != 0) {
+        return err;
+    }
+    ro.names = names;
+    ro.ingest = &ingest;
+    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    err = nwb_tel_report_build(stream, len, &ro, &json, NULL);
+    if (err != 0) {
+        nwb_tel_buf_cleanup(&json);
+        return err;
+    }
+    if (path_join(path, run_dir, NWB_TEL_REPORT_FILE) != 0 ||
+        path_join(tmp, run_dir, NWB_TEL_REPORT_FILE ".tmp") != 0) {
+        nwb_tel_buf_cleanup(&json);
+        return NWB_ETOOBIG;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        err = -errno;
+        nwb_tel_buf_cleanup(&json);
+        return err;
+    }
+    while (off < json.len && err == 0) {
+        const ssize_t w = write(fd, json.data + off, json.len - off);
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0) {
+            err = -errno;
+        } else {
+            off += (size_t)w;
+        }
+    }
+    if (err == 0 && fsync(fd) != 0) {
+        err = -errno;
+    }
+    if (close(fd) != 0 && err == 0) {
+        err = -errno;
+    }
+    nwb_tel_buf_cleanup(&json);
+    if (err == 0 && rename(tmp, path) != 0) {
+        err = -errno;
+    }
+    if (err != 0) {
+        unlink(tmp);
+    }
+    return err;
+}
+
+/* Record a refused upload in the log and the report (the stored stream is not touched). */
+static void record_refusal(const struct nwb__tel_ingest_req *req,
+                           const struct nwb__tel_ingest_limits *lim,
+                           const struct nwb__tel_ingest_res *res, const char *reason)
+{
+    char path[PATH_CAP];
+    nwb_tel_buf_t cur;
+    int fd;
+
+    if (path_join(path, req->run_dir, NWB_TEL_INGEST_LOG_NAME) != 0 ||
+        nwb_tel_ingest_log_append(path, "rejected", res->seq, res->status, res->offset,
+                                  req->body_len, reason) != 0) {
+        return;
+    }
+    nwb_tel_buf_init(&cur, lim->run_stream_max);
+    if (path_join(path, req->run_dir, NWB_TEL_STREAM_FILE) != 0) {
+        return;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)read_stream(fd, lim->run_stream_max, 0, &cur);
+        close(fd);
+    }
+    (void)write_report(req->run_dir, cur.data != NULL ? cur.data : (const uint8_t *)"", cur.len,
+                       req->names);
+    nwb_tel_buf_cleanup(&cur);
+}
+
+static int encoding_is(const char *enc, const char *name)
+{
+    return enc != NULL && strcasecmp(enc, name) == 0;
+}
+
+void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
+                     const struct nwb__tel_ingest_limits *lim, struct nwb__tel_ingest_metrics *m,
+                     struct nwb__tel_ingest_res *res)
+{
+    static const struct nwb__tel_ingest_limits defaults = NWB__TEL_INGEST_LIMITS_INIT;
+    const nwb_tel_visitor_t probe_v = {probe_segment, NULL};
+    struct seg_probe probe = {0, 0, 0, 0};
+    nwb_tel_decode_result_t dr;
+    uint8_t *owned = NULL;
+    const uint8_t *raw;
+    size_t raw_len;
+    const char *why = NULL;
+    nwb_tel_buf_t cur;
+    char path[PATH_CAP];
+    uint8_t seqle[8];
+    struct iovec iov[3];
+    uint64_t up_events;
+    off_t old_size;
+    int fd = -1;
+    int err;
+
+    memset(res, 0, sizeof(*res));
+    res->seq = req->has_seq ? req->seq : 0;
+    snprintf(res->body, sizeof(res->body), "{}");
+    if (lim == NULL) {
+        lim = &defaults;
+    }
+    nwb_tel_buf_init(&cur, lim->run_stream_max);
+    COUNT(m, uploads, 1);
+    COUNT(m, bytes_received, req->body_len);
+
+    /* 1. Content-Encoding. */
+    if (req->content_encoding == NULL || req->content_encoding[0] == '\0' ||
+        encoding_is(req->content_encoding, "identity")) {
+        raw = req->body;
+        raw_len = req->body_len;
+        if (raw_len > lim->decompressed_max) {
+            answer(res, 413, NWB_ETOOBIG, "telemetry upload too large", "upload exceeds the cap");
+            COUNT(m, too_large, 1);
+            record_refusal(req, lim, res, "upload exceeds the cap");
+            goto out;
+        }
+    } else if (encoding_is(req->content_encoding, "zstd")) {
+        err = unzstd(req->body, req->body_len, lim->decompressed_max, lim->window_log_max, &owned,
+                     &raw_len, &why);
+        if (err != 0) {
+            const int http = err == NWB_ETOOBIG ? 413 : (err == -ENOMEM ? 500 : 400);
+
+            answer(res, http, err,
+                   http == 413 ? "telemetry upload too large" : "bad zstd telemetry upload", why);
+            if (http == 413) {
+                COUNT(m, too_large, 1);
+            } else if (http == 500) {
+                COUNT(m, failures, 1);
+            } else {
+                COUNT(m, rejected, 1);
+            }
+            if (http != 500) {
+                record_refusal(req, lim, res, why);
+            }
+            goto out;
+        }
+        raw = owned;
+    } else {
+        answer(res, 415, NWB_EPROTO, "unsupported Content-Encoding", "use zstd or identity");
+        COUNT(m, unsupported, 1);
+        goto out;
+    }
+
+    /* 2. Strict validation as one segment, before anything is stored. */
+    probe.want = UINT64_MAX;
+    if (nwb_tel_stream_decode(raw, raw_len, NWB_TEL_DECODE_SINGLE_SEGMENT, &probe_v, &probe, &dr) !=
+        0) {
+        res->offset = dr.error_offset;
+        if (!req->has_seq) {
+            res->seq = probe.seq;
+        }
+        answer(res, 400, dr.status, "malformed telemetry stream", dr.reason);
+        COUNT(m, rejected, 1);
+        record_refusal(req, lim, res, dr.reason);
+        goto out;
+    }
+    res->seq = req->has_seq ? req->seq : probe.seq;
+    up_events = dr.events;
+
+    /* 3. The run's stream: check for this seq, then append. */
+    err = path_join(path, req->run_dir, NWB_TEL_STREAM_FILE);
+    if (err == 0) {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        err = fd < 0 ? -errno : 0;
+    }
+    if (err == 0) {
+        err = read_stream(fd, lim->run_stream_max, raw_len, &cur);
+    }
+    if (err == NWB_ETOOBIG || (err == 0 && cur.len + raw_len > lim->run_stream_max)) {
+        answer(res, 413, NWB_ETOOBIG, "run telemetry stream full",
+               "the run's stream is at its cap");
+        COUNT(m, too_large, 1);
+        record_refusal(req, lim, res, "the run's stream is at its cap");
+        goto out;
+    }
+    if (err != 0) {
+        answer(res, 500, err, "telemetry storage failed", "cannot read the run's stream");
+        COUNT(m, failures, 1);
+        goto out;
+    }
+    probe.want = res->seq;
+    probe.found = 0;
+    nwb_tel_stream_decode(cur.data, cur.len, 0, &probe_v, &probe, &dr);
+    if (dr.status == NWB_ETRUNCATED && dr.segments > 0) {
+        /* A torn tail: appends are whole segments, so only a crash mid-append leaves one.
+         * Cut back to the start of that last, incomplete segment so later uploads stay
+         * decodable; every complete segment before it is kept. */
+        if (ftruncate(fd, (off_t)probe.last_offset) == 0) {
+            cur.len = probe.last_offset;
+        }
+    }
+    if (probe.found) {
+        res->duplicate = 1;
+        res->http_status = 200;
+        COUNT(m, duplicates, 1);
+        if (path_join(path, req->run_dir, NWB_TEL_INGEST_LOG_NAME) == 0) {
+            (void)nwb_tel_ingest_log_append(path, "duplicate", res->seq, 0, 0, req->body_len, NULL);
+        }
+        (void)write_report(req->run_dir, cur.data != NULL ? cur.data : (const uint8_t *)"", cur.len,
+                           req->names);
+        snprintf(res->body, sizeof(res->body), "{\"seq\":%llu,\"duplicate\":true}",
+                 (unsigned long long)res->seq);
+        goto out;
+    }
+
+    /* The stored header carries the seq that was acknowledged (X-NWB-Seq when given). */
+    nwb_le64_store(seqle, res->seq);
+    iov[0].iov_base = (void *)(uintptr_t)raw;
+    iov[0].iov_len = 24;
+    iov[1].iov_base = seqle;
+    iov[1].iov_len = 8;
+    iov[2].iov_base = (void *)(uintptr_t)(raw + 32);
+    iov[2].iov_len = raw_len - 32;
+    old_size = (off_t)cur.len;
+    err = write_all_at(fd, iov, 3, old_size);
+    if (err == 0 && fdatasync(fd) != 0) {
+        err = -errno;
+    }
+    if (err != 0) {
+        /* Keep the earlier data intact: cut back whatever part of this upload landed. */
+        (void)ftruncate(fd, old_size);
+        answer(res, 500, err, "telemetry storage failed", "append to the run's stream failed");
+        COUNT(m, failures, 1);
+        goto out;
+    }
+    memcpy(cur.data + cur.len, raw, raw_len);
+    memcpy(cur.data + cur.len + 24, seqle, 8);
+    cur.len += raw_len;
+    COUNT(m, bytes_stored, raw_len);
+    COUNT(m, events, up_events);
+    if (path_join(path, req->run_dir, NWB_TEL_INGEST_LOG_NAME) == 0) {
+        (void)nwb_tel_ingest_log_append(path, "accepted", res->seq, 0, 0, req->body_len, NULL);
+    }
+
+    /* 4. The report. A failure here is a 500: the client resends, the resend is a duplicate
+     * (stored once), and the duplicate path rebuilds the report. */
+    err = write_report(req->run_dir, cur.data, cur.len, req->names);
+    if (err != 0) {
+        answer(res, 500, err, "telemetry report failed", "cannot write telemetry.json");
+        COUNT(m, failures, 1);
+        goto out;
+    }
+    res->http_status = 200;
+    COUNT(m, accepted, 1);
+    snprintf(res->body, sizeof(res->body), "{\"seq\":%llu,\"duplicate\":false,\"bytes\":%zu}",
+             (unsigned long long)res->seq, raw_len);
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    nwb_tel_buf_cleanup(&cur);
+    nwb_free(owned);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * telemetry_int.h - the server's telemetry ingest (telemetry_ingest.c): POST /v1/telemetry
+ * bodies are decompressed under explicit caps, validated, appended to the run's
+ * telemetry.nwbs (once per seq), and the run's telemetry.json is rebuilt and replaced
+ * atomically. docs/telemetry-report.md describes the files; docs/telemetry-format.md the bytes.
+ *
+ * Threading: nwb__tel_ingest() does blocking file I/O: call it from a worker thread, never the
+ * loop thread. Calls for the same run directory must be serialised by the caller (one worker,
+ * or a per-run lock); calls for different runs may run in parallel. Metrics are atomics.
+ */
+#ifndef NWB_SERVER_TELEMETRY_INT_H
+#define NWB_SERVER_TELEMETRY_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nwb/namesym.h"
+
+#define NWB_TEL_STREAM_FILE "telemetry.nwbs"
+#define NWB_TEL_REPORT_FILE "telemetry.json"
+
+/* Bounds (docs/telemetry-report.md, "Ingest bounds"). */
+struct nwb__tel_ingest_limits {
+    size_t decompressed_max; /* one upload after decompression; beyond: 413 */
+    unsigned window_log_max; /* zstd window log accepted; larger frames: 413 */
+    size_t run_stream_max;   /* telemetry.nwbs of one run; an upload past it: 413 */
+};
+
+#define NWB__TEL_INGEST_LIMITS_INIT                                                                \
+    {                                                                                              \
+        64u << 20, 23u, 256u << 20                                                                 \
+    }
+
+struct nwb__tel_ingest_metrics {
+    atomic_uint_fast64_t uploads;        /* requests seen */
+    atomic_uint_fast64_t accepted;       /* appended and reported */
+    atomic_uint_fast64_t duplicates;     /* seq already stored: acknowledged, not appended */
+    atomic_uint_fast64_t rejected;       /* 400: malformed stream or compression */
+    atomic_uint_fast64_t too_large;      /* 413: a cap was hit */
+    atomic_uint_fast64_t unsupported;    /* 415: unknown Content-Encoding */
+    atomic_uint_fast64_t failures;       /* 500: storage or report failure */
+    atomic_uint_fast64_t bytes_received; /* request bodies */
+    atomic_uint_fast64_t bytes_stored;   /* appended to telemetry.nwbs */
+    atomic_uint_fast64_t events;         /* events in accepted uploads */
+};
+
+void nwb__tel_ingest_metrics_init(struct nwb__tel_ingest_metrics *m);
+
+/**
+ * Append the metrics as Prometheus text (nwb_telemetry_* counters) to @p buf. Returns the
+ * bytes written (truncated to @p cap - 1, always NUL-terminated when cap > 0).
+ */
+size_t nwb__tel_ingest_metrics_format(const struct nwb__tel_ingest_metrics *m, char *buf,
+                                      size_t cap);
+
+struct nwb__tel_ingest_req {
+    const uint8_t *body; /* borrowed for the call */
+    size_t body_len;
+    const char *content_encoding; /* NULL, "", "identity" or "zstd" (case-insensitive) */
+    const char *program;          /* X-NWB-Program (informational; the stream has its own) */
+    const char *run;              /* X-NWB-Run */
+    int has_seq;                  /* X-NWB-Seq present and numeric */
+    uint64_t seq;
+    const char *run_dir;              /* the run's existing directory */
+    const nwb_namesym_table_t *names; /* borrowed; NULL = names stay tokens */
+};
+
+struct nwb__tel_ingest_res {
+    int http_status; /* 200, 400, 413, 415 or 500 */
+    int status;      /* 0 or the nwb error code behind the answer */
+    uint64_t offset; /* 400 on a malformed stream: the first bad byte of the decompressed body */
+    int duplicate;   /* 200 for a seq already stored */
+    uint64_t seq;    /* the seq used (X-NWB-Seq, else the segment header's) */
+    char body[512];  /* JSON response body (application/json), NUL-terminated */
+};
+
+/**
+ * Ingest one upload into @p req->run_dir. Never crashes on any input; a malformed upload
+ * leaves telemetry.nwbs untouched and is recorded in telemetry.ingest.log and the report.
+ * @p lim NULL = defaults; @p m may be NULL.
+ */
+void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
+                     const struct nwb__tel_ingest_limits *lim, struct nwb__tel_ingest_metrics *m,
+                     struct nwb__tel_ingest_res *res);
+
+#endif /* NWB_SERVER_TELEMETRY_INT_H */

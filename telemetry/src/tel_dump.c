@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* tel_dump.c - nwb-telemetry dump: one human-readable line per segment and per event. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nwb/error.h"
+#include "nwb/log.h"
+#include "nwb/telemetry_report.h"
+#include "tel_int.h"
+
+struct dump {
+    FILE *out;
+    const nwb_namesym_table_t *names;
+    nwb_tel_buf_t tmp;
+};
+
+/* Write @p s as a JSON-escaped quoted string (names decoded for text). */
+static void quoted(struct dump *d, const char *s, size_t len, int decode)
+{
+    struct nwb__json j;
+
+    d->tmp.len = 0;
+    nwb__json_init(&j, &d->tmp, NULL);
+    if (decode) {
+        nwb_tel_buf_t scratch;
+
+        nwb_tel_buf_init(&scratch, 1u << 20);
+        nwb__tel_json_text(&j, d->names, s, len, &scratch);
+        nwb_tel_buf_cleanup(&scratch);
+    } else {
+        nwb__json_str(&j, s, len);
+    }
+    if (j.err == 0) {
+        fwrite(d->tmp.data, 1, d->tmp.len, d->out);
+    } else {
+        fputs("\"?\"", d->out);
+    }
+}
+
+static void name(struct dump *d, nwb_name_t n)
+{
+    char tok[NWB_NAME_TOKEN_SIZE];
+    size_t len = 0;
+    const char *s = d->names != NULL ? nwb_namesym_table_find(d->names, n, &len) : NULL;
+
+    if (s == NULL) {
+        nwb_name_token(n, tok);
+        s = tok;
+        len = NWB_NAME_TOKEN_LEN;
+    }
+    quoted(d, s, len, 0);
+}
+
+static int on_segment(void *ctx, const nwb_tel_header_t *h, size_t offset)
+{
+    struct dump *d = ctx;
+
+    fprintf(d->out, "@%zu segment v%u seq=%" PRIu64 " program=", offset, (unsigned)h->version,
+            h->seq);
+    quoted(d, h->program, h->program_len, 0);
+    fputs(" run=", d->out);
+    quoted(d, h->run, h->run_len, 0);
+    fputs(" build=", d->out);
+    quoted(d, h->build_id, h->build_id_len, 0);
+    fprintf(d->out, " dropped=%" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n", h->dropped_events,
+            h->dropped_scopes, h->dropped_uploads);
+    return 0;
+}
+
+static int on_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
+{
+    struct dump *d = ctx;
+    const char *kind = nwb_tel_kind_name(ev->kind);
+
+    fprintf(d->out, "@%zu %s v%u size=%" PRIu32 " ts=%" PRIu64 " frame=%" PRIu64, offset,
+            kind != NULL ? kind : "unknown", (unsigned)ev->version, ev->payload_size,
+            ev->timestamp_ns, ev->frame);
+    if (!ev->known) {
+        fprintf(d->out, " kind=%u skipped\n", (unsigned)ev->kind);
+        return 0;
+    }
+    switch (ev->kind) {
+    case NWB_TEL_KIND_TEXT_LOG:
+        fprintf(d->out, " %s thread=%" PRIu32 " ", nwb_log_level_name(ev->u.text.level),
+                ev->u.text.thread);
+        quoted(d, ev->u.text.msg, ev->u.text.len, 1);
+        break;
+    case NWB_TEL_KIND_DIAGNOSTIC: {
+        nwb_tel_kv_t kv;
+        size_t pos = 0;
+
+        fputs(" code=", d->out);
+        name(d, ev->u.diag.code);
+        fprintf(d->out, " %s", nwb_tel_severity_name(ev->u.diag.severity));
+        while (nwb_tel_diag_pair_next(&ev->u.diag, &pos, &kv)) {
+            fputc(' ', d->out);
+            quoted(d, kv.key, kv.key_len, 0);
+            fputc('=', d->out);
+            quoted(d, kv.value, kv.value_len, 0);
+        }
+        break;
+    }
+    case NWB_TEL_KIND_FRAME_GRAPH:
+        fprintf(d->out, " queues=%" PRIu32 " packets=%" PRIu32 " passes=%" PRIu32 " edges=%" PRIu32,
+                ev->u.fg.queue_count, ev->u.fg.packet_count, ev->u.fg.pass_count,
+                ev->u.fg.edge_count);
+        break;
+    case NWB_TEL_KIND_PERF_FRAME:
+        fprintf(d->out, " duration_ms=%.3f cpu=%" PRIu32 " gpu=%" PRIu32,
+                (double)ev->u.perf.frame_duration_ns / 1e6, ev->u.perf.cpu_count,
+                ev->u.perf.gpu_count);
+        break;
+    case NWB_TEL_KIND_MEMORY_FRAME:
+        fprintf(d->out, " records=%" PRIu32 " arena_used=%" PRIu64 " heap_backing_used=%" PRIu64,
+                ev->u.mem.count, ev->u.mem.arena_used_bytes, ev->u.mem.heap_used_bytes);
+        break;
+    default:
+        break;
+    }
+    fputc('\n', d->out);
+    return 0;
+}
+
+int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *names, FILE *out)
+{
+    const nwb_tel_visitor_t v = {on_segment, on_event};
+    nwb_tel_decode_result_t res;
+    struct dump d;
+
+    d.out = out;
+    d.names = names;
+    nwb_tel_buf_init(&d.tmp, 1u << 20);
+    nwb_tel_stream_decode(stream, len, 0, &v, &d, &res);
+    if (res.status == 0) {
+        fprintf(out,
+                "status=ok bytes=%zu segments=%" PRIu32 " events=%" PRIu64 " unknown=%" PRIu64 "\n",
+                len, res.segments, res.events, res.unknown);
+    } else {
+        fprintf(out, "status=%s offset=%zu consumed=%zu events=%" PRIu64 " reason=%s\n",
+                nwb_err_name(res.status), res.error_offset, res.consumed, res.events,
+                res.reason != NULL ? res.reason : "");
+    }
+    nwb_tel_buf_cleanup(&d.tmp);
+    return res.status;
+}

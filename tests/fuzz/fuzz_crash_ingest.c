@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_crash_ingest.c - any byte string given to the crash ingest's
+ * extraction (server/src/crash_ingest.c) must be accepted as a package or
+ * refused as invalid, never crash or leak, and leave behind only regular
+ * files and folders inside its own staging folder, within the caps; a file
+ * beside that folder must be untouched. Seeds: tests/fuzz/corpus/crash_ingest/
+ * (written by tests/crash/gen_crash_ingest_corpus.c).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nwb/error.h"
+
+#include "crash_int.h"
+
+/* Small caps so the fuzzer reaches every limit quickly (gen_crash_ingest_corpus.c checks its
+ * seeds against the same values). */
+static const struct nwb_crash_caps fuzz_caps = {
+    1u << 20, 64u, 128u, 6u, 256u * 1024u, 1u << 20, 50u, 64u * 1024u, 4u, 0u, 0u, 0u};
+
+static char root[256];
+static int root_fd = -1;
+static unsigned long iteration;
+
+static void fatal(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_crash_ingest: %s %s\n", what, detail != NULL ? detail : "");
+    abort();
+}
+
+static void cleanup(void)
+{
+    if (root_fd >= 0) {
+        (void)unlinkat(root_fd, "sentinel", 0);
+        close(root_fd);
+        (void)rmdir(root);
+    }
+}
+
+static void init_once(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    int fd;
+
+    if (root_fd >= 0) {
+        return;
+    }
+    snprintf(root, sizeof(root), "%s/nwb-fuzz-crash-ingest-XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(root) == NULL) {
+        fatal("mkdtemp failed", strerror(errno));
+    }
+    root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd = openat(root_fd, "sentinel", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (root_fd < 0 || fd < 0 || write(fd, "sentinel", 8) != 8) {
+        fatal("cannot set up", root);
+    }
+    close(fd);
+    atexit(cleanup);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    init_once();
+    return 0;
+}
+
+/* Only regular files and folders below @p fd; returns the bytes in its files. */
+static uint64_t check_tree(int fd, unsigned depth)
+{
+    const int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    const struct dirent *e;
+    uint64_t sum = 0;
+
+    if (d == NULL) {
+        fatal("cannot list the staging folder", NULL);
+    }
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            fatal("cannot stat", e->d_name);
+        }
+        if (S_ISDIR(st.st_mode)) {
+            const int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            if (sub < 0 || depth > fuzz_caps.max_path_depth) {
+                fatal("folder too deep or unreadable:", e->d_name);
+            }
+            sum += check_tree(sub, depth + 1);
+            close(sub);
+        } else if (S_ISREG(st.st_mode)) {
+            if ((uint64_t)st.st_size > fuzz_caps.max_entry_bytes) {
+                fatal("file over the entry cap:", e->d_name);
+            }
+            sum += (uint64_t)st.st_size;
+        } else {
+            fatal("not a regular file or folder:", e->d_name);
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct nwb__crash_extract_info info;
+    char name[32], reason[1024];
+    struct stat st;
+    int dfd, rc;
+
+    init_once();
+    snprintf(name, sizeof(name), "s%lu", iteration++);
+    if (mkdirat(root_fd, name, 0700) != 0) {
+        fatal("mkdir failed", strerror(errno));
+    }
+    dfd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        fatal("open failed", strerror(errno));
+    }
+    rc = nwb__crash_extract(size > 0 ? (const void *)data : (const void *)"", -1, size, dfd,
+                            &fuzz_caps, NULL, &info, reason, sizeof(reason));
+    if (rc != 0 && rc != NWB_EARCHIVE) {
+        fatal("neither accepted nor invalid:", reason);
+    }
+    if (rc == NWB_EARCHIVE && reason[0] == '\0') {
+        fatal("invalid without a reason", NULL);
+    }
+    if (check_tree(dfd, 0) > fuzz_caps.max_total_bytes) {
+        fatal("more bytes than the total cap", NULL);
+    }
+    if (rc == 0 && fstatat(dfd, NWB__CRASH_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        fatal("accepted without a manifest", NULL);
+    }
+    close(dfd);
+    if (nwb__crash_rmtree_at(root_fd, name) != 0) {
+        fatal("cannot remove the staging folder", name);
+    }
+    /* Nothing was written beside the staging folder. */
+    if (fstatat(root_fd, "sentinel", &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 8) {
+        fatal("the sentinel changed", NULL);
+    }
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* tel_test_util.c - the telemetry tests' file helpers and stream builders. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nwb/telemetry_format.h"
+#include "tel_test_util.h"
+
+uint8_t *tel_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf;
+    long n;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    buf = malloc((size_t)n + 1);
+    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    buf[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+int tel_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    int ok;
+
+    if (f == NULL) {
+        return -1;
+    }
+    ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    return ok ? 0 : -1;
+}
+
+const char *tel_data_path(const char *name)
+{
+    static char path[1024];
+
+    snprintf(path, sizeof(path), "%s/tests/data/telemetry/%s", NWB_TEST_SOURCE_DIR, name);
+    return path;
+}
+
+void tel_put_header(nwb_tel_buf_t *b, uint64_t seq)
+{
+    nwb_tel_header_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.seq = seq;
+    h.start_wall_ns = 1700000000000000000ull;
+    h.start_mono_ns = 1000;
+    h.program = "prog";
+    h.program_len = 4;
+    h.run = "0123456789abcdef";
+    h.run_len = 16;
+    h.build_id = "bid";
+    h.build_id_len = 3;
+    if (nwb_tel_encode_header(b, &h) != 0) {
+        abort();
+    }
+}
