@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* http_response.c - status reason phrases and the server's response heads. */
+#include <stdio.h>
+
+#include "server_int.h"
+
+const char *nwb__http_status_text(int status)
+{
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
+    }
+}
+
+size_t nwb__http_head_format(char *dst, size_t cap, int status, const char *ctype,
+                             size_t content_length, const char *extra, int close)
+{
+    int n = snprintf(dst, cap, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n", status,
+                     nwb__http_status_text(status), content_length,
+                     ctype != NULL ? "Content-Type: " : "", ctype != NULL ? ctype : "",
+                     ctype != NULL ? "\r\n" : "", extra != NULL ? extra : "",
+                     close ? "Connection: close\r\n" : "");
+
+    if (n < 0 || (size_t)n >= cap) {
+        return 0;
+    }
+    return (size_t)n;
+}

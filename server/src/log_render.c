@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log_render.c - turns a POST /v1/log body into records (binary batch or
+ * text/plain lines) and formats them as log.txt lines into the log worker's
+ * buffer, many lines per write. Runs on the log worker thread. The body is
+ * read in place: no per-line copies besides the formatted output.
+ */
+#include <string.h>
+
+#include "nwb/error.h"
+#include "nwb/log.h"
+#include "server_int.h"
+
+void nwb__rec_iter_batch(struct nwb__rec_iter *it, const void *body, size_t len)
+{
+    memset(it, 0, sizeof(*it));
+    it->kind = NWB__JOB_BATCH;
+    /* Validated on the loop thread; a failure here is reported by _next(). */
+    (void)nwb_log_batch_reader_init(&it->reader, body, len);
+}
+
+void nwb__rec_iter_text(struct nwb__rec_iter *it, const void *body, size_t len, uint64_t time_ns)
+{
+    memset(it, 0, sizeof(*it));
+    it->kind = NWB__JOB_TEXT;
+    it->cur = body;
+    it->end = it->cur + len;
+    it->time_ns = time_ns;
+}
+
+/* The longest prefix of @p s not above @p max bytes that does not cut a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+    size_t n = max;
+
+    if (len <= max) {
+        return len;
+    }
+    /* Back up over at most 3 continuation bytes (10xxxxxx) to a sequence start. */
+    for (int i = 0; i < 3 && n > 0 && ((unsigned char)s[n] & 0xC0u) == 0x80u; i++) {
+        n--;
+    }
+    return n > 0 ? n : max;
+}
+
+static int text_next(struct nwb__rec_iter *it, nwb_log_record_t *rec)
+{
+    while (it->cur < it->end) {
+        const char *start = it->cur;
+        const size_t left = (size_t)(it->end - start);
+        const char *nl = memchr(start, '\n', left);
+        size_t line = nl != NULL ? (size_t)(nl - start) : left;
+        size_t take;
+
+        if (line > NWB_LOG_RECORD_MSG_MAX) {
+            /* A long line becomes several records; the rest stays for the next call. */
+            take = utf8_cut(start, line, NWB_LOG_RECORD_MSG_MAX);
+            it->cur = start + take;
+        } else {
+            it->cur = nl != NULL ? nl + 1 : it->end;
+            take = line;
+            if (take > 0 && start[take - 1] == '\r') {
+                take--;
+            }
+            if (take == 0) {
+                continue; /* empty line */
+            }
+        }
+        memset(rec, 0, sizeof(*rec));
+        rec->time_ns = it->time_ns;
+        rec->level = NWB_LOG_INFO;
+        rec->msg = start;
+        rec->msg_len = (uint32_t)take;
+        rec->file = "";
+        return 1;
+    }
+    return 0;
+}
+
+int nwb__rec_iter_next(struct nwb__rec_iter *it, nwb_log_record_t *rec)
+{
+    if (it->kind == NWB__JOB_TEXT) {
+        return text_next(it, rec);
+    }
+    if (it->reader.why != NULL && it->reader.why[0] != '\0') {
+        return NWB_EPROTO;
+    }
+    return nwb_log_batch_reader_next(&it->reader, rec);
+}
+
+void nwb__render_init(struct nwb__render *rd, const char *program, size_t program_len)
+{
+    const nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+
+    memset(rd, 0, sizeof(*rd));
+    rd->clock = clock;
+    rd->program = program;
+    rd->program_len = program_len;
+}
+
+int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
+                     size_t *len, int *end)
+{
+    size_t used = 0;
+
+    *end = 0;
+    for (;;) {
+        nwb_log_record_t rec;
+        size_t need;
+
+        if (rd->has_held) {
+            rec = rd->held;
+            rd->has_held = 0;
+        } else {
+            int rc = nwb__rec_iter_next(it, &rec);
+
+            if (rc < 0) {
+                *len = used;
+                return rc;
+            }
+            if (rc == 0) {
+                *end = 1;
+                break;
+            }
+        }
+        need = nwb_log_line_max(&rec, rd->program_len);
+        if (cap - used < need) {
+            if (used == 0) {
+                /* cap is sized for the largest line; this cannot happen. */
+                *len = 0;
+                return NWB_ETOOBIG;
+            }
+            rd->held = rec;
+            rd->has_held = 1;
+            break;
+        }
+        /* Name-symbol decoding of #tokens (a later issue) goes here, per record. */
+        used += nwb_log_line_format(buf + used, cap - used, &rd->clock, &rec, rd->program,
+                                    rd->program_len);
+        rd->records++;
+        if (rec.flags & NWB_LOG_RECORD_DROPNOTE) {
+            rd->drops++;
+        }
+    }
+    *len = used;
+    return 0;
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server.c - the server's lifecycle: settings check, the listener, signals,
+ * the log worker's start, and the graceful stop (stop accepting, answer what
+ * is complete, then the crash worker - a later issue - then drain and join
+ * the log worker, close every handle).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "server_int.h"
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct nwb_server *srv = h->data;
+
+    srv->handles_open--;
+}
+
+static void close_handle(struct nwb_server *srv, uv_handle_t *h)
+{
+    if (h->data == srv && !uv_is_closing(h)) {
+        uv_close(h, on_handle_closed);
+    }
+}
+
+static void srv_free(struct nwb_server *srv)
+{
+    nwb_free(srv->read_buf);
+    nwb_free(srv->out_dir);
+    nwb_free(srv->bind_addr);
+    for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
+        nwb_free(srv->namesym_dirs[i]);
+    }
+    nwb_free(srv);
+}
+
+/* The log worker returned a job. */
+static void on_job_done(void *ctx, struct nwb__log_job *job)
+{
+    struct nwb_server *srv = ctx;
+    struct nwb__conn *c = NWB_CONTAINER_OF(job, struct nwb__conn, job);
+
+    nwb__flow_job_returned(srv);
+    nwb__conn_job_finished(c);
+    nwb__server_maybe_finish(srv);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct nwb_server *srv = listener->data;
+
+    if (status < 0) {
+        /* Once per kind (EMFILE can repeat for every connection attempt). */
+        if (srv->accept_err_reported != status) {
+            nwb__console("warning: accepting connections failed: %s; retrying",
+                         uv_strerror(status));
+            srv->accept_err_reported = status;
+        }
+        return;
+    }
+    srv->accept_err_reported = 0;
+    nwb__conn_accept(srv);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct nwb_server *srv = h->data;
+
+    if (srv->stopping) {
+        nwb__console("signal %d: already stopping, finishing in-flight requests", signum);
+        return;
+    }
+    nwb_server_shutdown(srv);
+}
+
+static void on_stop_async(uv_async_t *h)
+{
+    nwb_server_shutdown(h->data);
+}
+
+static int check_config(const nwb_server_config_t *cfg, char *errbuf, size_t errlen)
+{
+    if (cfg->bind_addr == NULL || cfg->out_dir == NULL || cfg->out_dir[0] == '\0') {
+        snprintf(errbuf, errlen, "bind address and output directory are required");
+        return NWB_ECONFIG;
+    }
+    if (cfg->port < 0 || cfg->port > 65535) {
+        snprintf(errbuf, errlen, "port %d is out of range", cfg->port);
+        return NWB_ECONFIG;
+    }
+    if (cfg->max_header_bytes == 0 || cfg->max_headers == 0 || cfg->max_body_bytes == 0 ||
+        cfg->request_timeout_ms == 0 || cfg->idle_timeout_ms == 0 || cfg->max_connections == 0 ||
+        cfg->queue_max_jobs == 0 || cfg->max_open_runs == 0 ||
+        cfg->max_body_bytes > cfg->max_buffered_bytes || cfg->max_body_bytes > (1u << 30) ||
+        cfg->namesym_dir_count > NWB_SERVER_NAMESYM_DIRS_MAX) {
+        snprintf(errbuf, errlen, "a bound is zero or out of range");
+        return NWB_ECONFIG;
+    }
+    return 0;
+}
+
+static int copy_config(struct nwb_server *srv, const nwb_server_config_t *cfg)
+{
+    srv->cfg = *cfg;
+    srv->out_dir = nwb_strdup(cfg->out_dir);
+    srv->bind_addr = nwb_strdup(cfg->bind_addr);
+    if (srv->out_dir == NULL || srv->bind_addr == NULL) {
+        return -ENOMEM;
+    }
+    srv->cfg.out_dir = srv->out_dir;
+    srv->cfg.bind_addr = srv->bind_addr;
+    for (unsigned i = 0; i < cfg->namesym_dir_count; i++) {
+        srv->namesym_dirs[i] = nwb_strdup(cfg->namesym_dirs[i]);
+        if (srv->namesym_dirs[i] == NULL) {
+            return -ENOMEM;
+        }
+        srv->cfg.namesym_dirs[i] = srv->namesym_dirs[i];
+    }
+    srv->http_limits.max_header_bytes = cfg->max_header_bytes;
+    srv->http_limits.max_headers = cfg->max_headers;
+    srv->max_body_bytes = cfg->max_body_bytes;
+    srv->request_timeout_ms = cfg->request_timeout_ms;
+    srv->idle_timeout_ms = cfg->idle_timeout_ms;
+    srv->max_connections = cfg->max_connections;
+    srv->queue_max_jobs = cfg->queue_max_jobs;
+    srv->max_buffered_bytes = cfg->max_buffered_bytes;
+    return 0;
+}
+
+static int listen_on(struct nwb_server *srv, char *errbuf, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    int namelen = (int)sizeof(ss);
+    int err;
+
+    srv->ipv6 = strchr(srv->bind_addr, ':') != NULL;
+    if (srv->ipv6) {
+        err = uv_ip6_addr(srv->bind_addr, srv->cfg.port, (struct sockaddr_in6 *)(void *)&ss);
+    } else {
+        err = uv_ip4_addr(srv->bind_addr, srv->cfg.port, (struct sockaddr_in *)(void *)&ss);
+    }
+    if (err) {
+        snprintf(errbuf, errlen, "--bind '%s' is not an IPv4 or IPv6 address", srv->bind_addr);
+        return NWB_ECONFIG;
+    }
+    err = uv_tcp_init(srv->loop, &srv->listener);
+    if (err) {
+        snprintf(errbuf, errlen, "uv_tcp_init: %s", uv_strerror(err));
+        return err;
+    }
+    srv->listener.data = srv;
+    srv->handles_open++;
+    err = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&ss, 0);
+    if (err == 0) {
+        err = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
+    }
+    if (err == 0) {
+        err = uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &namelen);
+    }
+    if (err) {
+        snprintf(errbuf, errlen, "cannot listen on %s port %d: %s", srv->bind_addr, srv->cfg.port,
+                 uv_strerror(err));
+        return err;
+    }
+    srv->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port);
+    return 0;
+}
+
+static int start_signals(struct nwb_server *srv, char *errbuf, size_t errlen)
+{
+    uv_signal_t *hs[2] = {&srv->sigint, &srv->sigterm};
+    const int nums[2] = {SIGINT, SIGTERM};
+
+    for (int i = 0; i < 2; i++) {
+        int err = uv_signal_init(srv->loop, hs[i]);
+
+        if (err) {
+            snprintf(errbuf, errlen, "uv_signal_init: %s", uv_strerror(err));
+            return err;
+        }
+        hs[i]->data = srv;
+        srv->handles_open++;
+        err = uv_signal_start(hs[i], on_signal, nums[i]);
+        if (err) {
+            snprintf(errbuf, errlen, "uv_signal_start: %s", uv_strerror(err));
+            return err;
+        }
+    }
+    return 0;
+}
+
+static void close_own_handles(struct nwb_server *srv)
+{
+    close_handle(srv, (uv_handle_t *)&srv->listener);
+    close_handle(srv, (uv_handle_t *)&srv->stop_async);
+    close_handle(srv, (uv_handle_t *)&srv->sigint);
+    close_handle(srv, (uv_handle_t *)&srv->sigterm);
+}
+
+/* Failed create: close what was opened; the memory goes once the handles closed. */
+static void on_failed_closed(uv_handle_t *h)
+{
+    struct nwb_server *srv = h->data;
+
+    if (--srv->handles_open == 0) {
+        srv_free(srv);
+    }
+}
+
+static void fail_cleanup(struct nwb_server *srv)
+{
+    uv_handle_t *hs[4] = {(uv_handle_t *)&srv->listener, (uv_handle_t *)&srv->stop_async,
+                          (uv_handle_t *)&srv->sigint, (uv_handle_t *)&srv->sigterm};
+
+    if (srv->worker != NULL) {
+        nwb__log_worker_stop(srv->worker);
+        srv->worker = NULL;
+    }
+    if (srv->handles_open == 0) {
+        srv_free(srv);
+        return;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (hs[i]->data == srv && !uv_is_closing(hs[i])) {
+            uv_close(hs[i], on_failed_closed);
+        }
+    }
+}
+
+int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_server_t **out,
+                      char *errbuf, size_t errlen)
+{
+    struct nwb_server *srv;
+    char hex[17];
+    int err;
+
+    *out = NULL;
+    err = check_config(cfg, errbuf, errlen);
+    if (err) {
+        return err;
+    }
+    srv = nwb_calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    srv->loop = loop;
+    srv->start_mono_ns = nwb_time_mono_ns();
+    nwb_run_id_generate(hex);
+    snprintf(srv->anon_run, sizeof(srv->anon_run), "anon-%s", hex);
+    err = copy_config(srv, cfg);
+    if (err == 0) {
+        srv->read_buf = nwb_malloc(NWB__READ_BUF_SIZE);
+        err = srv->read_buf == NULL ? -ENOMEM : 0;
+    }
+    if (err) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    err = nwb__log_worker_create(loop, srv->out_dir, cfg->max_open_runs, on_job_done, srv,
+                                 &srv->worker, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    err = listen_on(srv, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    err = uv_async_init(loop, &srv->stop_async, on_stop_async);
+    if (err) {
+        snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));
+        goto fail;
+    }
+    srv->stop_async.data = srv;
+    srv->handles_open++;
+    if (cfg->handle_signals) {
+        err = start_signals(srv, errbuf, errlen);
+        if (err) {
+            goto fail;
+        }
+    }
+    *out = srv;
+    return 0;
+
+fail:
+    fail_cleanup(srv);
+    return err;
+}
+
+int nwb_server_port(const nwb_server_t *srv)
+{
+    return srv->port;
+}
+
+const char *nwb_server_address(const nwb_server_t *srv, char *buf, size_t len)
+{
+    snprintf(buf, len, srv->ipv6 ? "[%s]:%d" : "%s:%d", srv->bind_addr, srv->port);
+    return buf;
+}
+
+void nwb_server_shutdown(nwb_server_t *srv)
+{
+    struct nwb__conn *c;
+    struct nwb__conn *next;
+
+    if (srv->stopping) {
+        return;
+    }
+    srv->stopping = 1;
+    close_handle(srv, (uv_handle_t *)&srv->listener);
+    /* conn_close only starts closing (memory goes in close callbacks): the list stays valid. */
+    for (c = srv->conns; c != NULL; c = next) {
+        next = c->next;
+        nwb__conn_shutdown(c);
+    }
+    nwb__server_maybe_finish(srv);
+}
+
+void nwb__server_maybe_finish(struct nwb_server *srv)
+{
+    if (!srv->stopping || srv->worker_stopped || srv->conn_count > 0 ||
+        nwb__log_worker_outstanding(srv->worker) > 0) {
+        return;
+    }
+    srv->worker_stopped = 1;
+    /* Hook (a later issue): stop the crash worker here, before the log worker. */
+    nwb__log_worker_stop(srv->worker);
+    srv->worker = NULL;
+    close_own_handles(srv);
+}
+
+void nwb_server_request_stop(nwb_server_t *srv)
+{
+    uv_async_send(&srv->stop_async);
+}
+
+int nwb_server_destroy(nwb_server_t *srv)
+{
+    if (srv == NULL) {
+        return 0;
+    }
+    if (srv->handles_open != 0 || srv->conn_count != 0 || srv->worker != NULL) {
+        /* Not shut down: refuse to free memory libuv still points at. */
+        return NWB_ECONFIG;
+    }
+    srv_free(srv);
+    return 0;
+}

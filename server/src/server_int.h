@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server_int.h - private declarations shared by the server's files: the
+ * server and connection structs, the request parser, routes, flow control,
+ * the log worker, the run store, record rendering, metrics and the console.
+ *
+ * Threads: everything runs on the loop thread except the log worker's
+ * thread, which alone touches the run store and the renderer. They meet only
+ * in log_worker.c, through a mutex-protected job queue and completion list.
+ */
+#ifndef NWB_SERVER_INT_H
+#define NWB_SERVER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llhttp.h>
+#include <uv.h>
+
+#include "nwb/common.h"
+#include "nwb/log_batch.h"
+#include "nwb/log_line.h"
+#include "nwb/safe_name.h"
+#include "nwb/server.h"
+
+/* ---- fixed internal bounds (docs/operations.md, "Bounds") ---- */
+#define NWB__READ_BUF_SIZE    (64u * 1024u) /* one socket read; also the pipelined-bytes stash cap */
+#define NWB__URL_MAX          256u          /* longer paths match no route (404) */
+#define NWB__LINGER_MS        2000u         /* wait for the peer's FIN after a closing response */
+#define NWB__RENDER_BUF_SIZE  (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
+#define NWB__FALLBACK_PROGRAM "unknown"
+
+/* ---- console.c: the server's own messages on stderr ---- */
+
+/* One "nwb-logserver: ..." line on stderr, written with a single write(2). Any thread. */
+void nwb__console(const char *fmt, ...) NWB_PRINTF_LIKE(1, 2);
+
+/* "ENOSPC"-style name of @p err, or "errno N" when nwb_err_name() does not know it. */
+const char *nwb__err_label(int err, char *buf, size_t len);
+
+/* ---- http_request.c: one HTTP/1.x request head at a time, strict ---- */
+
+struct nwb__http_limits {
+    size_t max_header_bytes;
+    unsigned max_headers;
+};
+
+enum {
+    NWB__HTTP_MORE = 0,  /* every byte consumed; feed more */
+    NWB__HTTP_HEAD = 1,  /* the head is complete; inspect it, then keep feeding */
+    NWB__HTTP_DONE = 2,  /* the message is complete */
+    NWB__HTTP_ERROR = -1 /* req->status / req->reason say why; close after answering */
+};
+
+/* Body bytes go to this sink; it returns 0 or an HTTP status to fail the request with. */
+typedef int (*nwb__http_body_fn)(void *ctx, const char *at, size_t len);
+
+#define NWB__HTTP_VALUE_MAX NWB_SAFE_NAME_MAX /* run identity values: more is never used */
+
+struct nwb__http_req {
+    llhttp_t parser;
+    const struct nwb__http_limits *limits;
+    nwb__http_body_fn body_fn;
+    void *body_ctx;
+    int phase;         /* internal: head, body or done */
+    int last_cr;       /* the previous head byte was CR (bare LF check across reads) */
+    size_t head_bytes; /* request line + headers so far */
+    unsigned header_count;
+    int cur_header; /* internal id of the header being parsed */
+    char field[24]; /* lower-cased field name (only short names matter) */
+    size_t field_len;
+    unsigned seen;       /* bit per interesting header already taken (first one wins) */
+    const char *buf_end; /* end of the buffer being fed */
+    uint64_t chunk_left; /* data bytes left in the current chunk */
+    int crlf_need;       /* bytes of the CRLF after chunk data still to check */
+    /* the parsed head, valid from NWB__HTTP_HEAD until the next request starts */
+    char url[NWB__URL_MAX];
+    size_t url_len;
+    int url_long;
+    char program[NWB__HTTP_VALUE_MAX];
+    size_t program_len;
+    char run[NWB__HTTP_VALUE_MAX];
+    size_t run_len;
+    char seq[24];
+    size_t seq_len;
+    int seq_long;
+    char ctype[64];
+    size_t ctype_len;
+    char expect[16];
+    size_t expect_len;
+    int has_program, has_run, has_seq, has_ctype, has_expect;
+    unsigned method; /* llhttp_method_t */
+    unsigned http_major, http_minor;
+    int has_length, chunked, upgrade, keep_alive;
+    uint64_t content_length;
+    /* the failure, for NWB__HTTP_ERROR */
+    int status;
+    const char *reason;
+};
+
+void nwb__http_req_init(struct nwb__http_req *r, const struct nwb__http_limits *limits,
+                        nwb__http_body_fn body_fn, void *body_ctx);
+
+/*
+ * Parse up to @p len bytes; *used says how many were taken. Returns one of
+ * the NWB__HTTP_* events. After NWB__HTTP_HEAD or _DONE, call again with the
+ * rest (even when it is empty: a request without body completes on that
+ * call). After _DONE the request's fields stay valid until the next call.
+ * After _ERROR the parser is dead: answer req->status and close.
+ */
+int nwb__http_req_feed(struct nwb__http_req *r, const char *data, size_t len, size_t *used);
+
+/* The request's media type (before ';', trimmed) equals @p type, case-insensitively. */
+int nwb__http_req_ctype_is(const struct nwb__http_req *r, const char *type);
+
+/* ---- http_response.c ---- */
+
+/* Reason phrase of @p status ("OK", "Not Found", ...). */
+const char *nwb__http_status_text(int status);
+
+/*
+ * Write a response head into @p dst (@p cap bytes; 512 is plenty for the
+ * server's own heads): status line, Content-Length, optional Content-Type,
+ * the caller's @p extra header lines (each ending in CRLF, may be NULL),
+ * "Connection: close" when @p close, and the blank line. Returns the length,
+ * or 0 if it does not fit.
+ */
+size_t nwb__http_head_format(char *dst, size_t cap, int status, const char *ctype,
+                             size_t content_length, const char *extra, int close);
+
+/* ---- router.c ---- */
+
+struct nwb__conn;
+
+#define NWB__METHOD_GET  0x1u
+#define NWB__METHOD_POST 0x2u
+
+struct nwb__route {
+    const char *path;
+    unsigned methods;  /* NWB__METHOD_* */
+    const char *allow; /* the Allow header for 405 */
+    int wants_body;    /* keep the body (else it is discarded) */
+    /* After the head: 0 to go on, or an HTTP status to answer once the body is skipped. */
+    int (*on_head)(struct nwb__conn *c);
+    /* The message is complete: answer now (nwb__conn_respond) or later. */
+    void (*handle)(struct nwb__conn *c);
+    /* A job this route queued was written (or failed) by the log worker. */
+    void (*job_done)(struct nwb__conn *c);
+};
+
+/* The route for @p path (query string ignored), or NULL. */
+const struct nwb__route *nwb__router_match(const char *path, size_t len);
+
+/* The route's method bit for llhttp @p method, or 0 when no route takes it. */
+unsigned nwb__router_method_bit(unsigned method);
+
+/* ---- the log job: one POST /v1/log body on its way to the worker ---- */
+
+enum {
+    NWB__JOB_BATCH = 1, /* application/x-nwb-log-batch, already validated */
+    NWB__JOB_TEXT = 2,  /* text/plain */
+};
+
+enum {
+    NWB__JOB_WRITTEN = 0,
+    NWB__JOB_DUPLICATE = 1, /* seq <= the run's last seq: nothing written */
+    NWB__JOB_FAILED = 2,    /* err says why; nothing of it is in the log */
+};
+
+struct nwb__log_job {
+    struct nwb__log_job *next;
+    /* input, set by the loop, read-only while queued */
+    char program[NWB_SAFE_NAME_MAX + 1]; /* sanitised */
+    char run[NWB_SAFE_NAME_MAX + 8];     /* sanitised (or the fallback id) */
+    size_t program_len;
+    int has_seq;
+    uint64_t seq;
+    int kind;
+    const uint8_t *body;
+    size_t body_len;
+    uint64_t recv_time_ns;
+    /* output, set by the worker */
+    int status;
+    int err;
+    uint64_t records;
+    uint64_t drops;
+};
+
+/* ---- metrics.c ---- */
+
+#define NWB__STATUS_SLOTS 15
+
+struct nwb__metrics {
+    uint64_t records;      /* records written */
+    uint64_t bytes;        /* body bytes of batches written */
+    uint64_t batches;      /* batches written */
+    uint64_t duplicates;   /* batches answered 200 without writing (seq already seen) */
+    uint64_t errors;       /* requests answered >= 400 */
+    uint64_t write_errors; /* batches that failed to reach the file */
+    uint64_t drops;        /* DROPNOTE records written (client-reported drops) */
+    uint64_t requests[NWB__STATUS_SLOTS];
+    uint64_t connections_total;
+    uint64_t connections_rejected; /* over --max-connections */
+    uint64_t timeouts;             /* 408 answered */
+    uint64_t read_pauses;          /* times the job queue filled and reading stopped */
+    uint64_t budget_waits;         /* requests that waited for --max-buffered-bytes */
+};
+
+/* Count one answered request. */
+void nwb__metrics_count_status(struct nwb__metrics *m, int status);
+
+/* Route handlers for GET /metrics and GET /v1/health. */
+void nwb__metrics_handle(struct nwb__conn *c);
+void nwb__health_handle(struct nwb__conn *c);
+
+/* ---- log_endpoint.c: POST /v1/log ---- */
+
+int nwb__log_on_head(struct nwb__conn *c);
+void nwb__log_handle(struct nwb__conn *c);
+void nwb__log_job_done(struct nwb__conn *c);
+
+/* ---- the connection (http_conn.c) ---- */
+
+enum {
+    NWB__CONN_IDLE = 0,    /* between requests */
+    NWB__CONN_HEAD,        /* receiving a head (request timer running) */
+    NWB__CONN_BODY,        /* receiving a body */
+    NWB__CONN_WAIT_BUDGET, /* head done, waiting for --max-buffered-bytes room */
+    NWB__CONN_HANDLING,    /* message complete, its handler is running */
+    NWB__CONN_WAIT_QUEUE,  /* job ready, waiting for room in the worker's queue */
+    NWB__CONN_IN_WORKER,   /* job queued or being written */
+    NWB__CONN_WRITING,     /* response being sent */
+    NWB__CONN_LINGER,      /* closing response sent, waiting for the peer's FIN */
+    NWB__CONN_CLOSED,      /* handles closing; freed when they are and no job is out */
+};
+
+struct nwb__conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    uv_write_t continue_req;
+    uv_shutdown_t shutdown_req;
+    struct nwb_server *srv;
+    struct nwb__conn *prev, *next;           /* srv->conns */
+    struct nwb__conn *wait_prev, *wait_next; /* one flow-control wait list */
+    int wait_list;                           /* 0, or which list holds it */
+    int state;
+    int handles_open; /* tcp + timer until their close callbacks ran */
+    int job_out;      /* the job is with the worker */
+    int reading;      /* uv_read_start is in effect */
+    int close_after;  /* close once the current response is sent */
+    int in_process;   /* inside the parse loop (no re-entry) */
+    int discard_body; /* early answer decided: skip the body */
+    int early_status; /* answer to give once the body is skipped */
+    const char *early_reason;
+    const struct nwb__route *route;
+    struct nwb__http_req req;
+    /* body of the current request (route->wants_body) */
+    uint8_t *body;
+    size_t body_len, body_cap;
+    size_t reserved; /* bytes of --max-buffered-bytes this request holds */
+    /* bytes read while the connection could not parse (pipelining), bounded */
+    char *pend;
+    size_t pend_off, pend_len;
+    /* the response being written */
+    char head[512];
+    char *resp_body; /* owned, freed after the write; or NULL */
+    struct nwb__log_job job;
+};
+
+/* Accept one connection from the listener (or refuse it over the cap). */
+void nwb__conn_accept(struct nwb_server *srv);
+
+/*
+ * Answer the current request. @p body (may be NULL) is copied unless
+ * @p take_body, in which case it must be nwb_malloc'd and is freed after the
+ * write. @p extra: header lines ending in CRLF, or NULL.
+ */
+void nwb__conn_respond(struct nwb__conn *c, int status, const char *ctype, const char *body,
+                       size_t body_len, int take_body, const char *extra);
+
+/* Short text/plain error answer ("reason\n"). */
+void nwb__conn_respond_error(struct nwb__conn *c, int status, const char *reason);
+
+/* Flow control moved the connection on (budget granted: read the body). */
+void nwb__conn_budget_granted(struct nwb__conn *c);
+
+/* The worker finished the connection's job (result in c->job). */
+void nwb__conn_job_finished(struct nwb__conn *c);
+
+/* Server stopping: close it now, or after its in-flight answer. */
+void nwb__conn_shutdown(struct nwb__conn *c);
+
+/* Flow control paused or resumed reading: re-evaluate uv_read_start/stop. */
+void nwb__conn_update_reading(struct nwb__conn *c);
+
+/* ---- flow.c: memory budget, job queue bound, read pausing ---- */
+
+/*
+ * Reserve @p bytes of the body budget for @p c. Returns 1 when granted, 0
+ * when @p c now waits (nwb__conn_budget_granted() follows later). A request
+ * is always granted when nothing else holds budget, so one request can always
+ * proceed.
+ */
+int nwb__flow_reserve(struct nwb_server *srv, struct nwb__conn *c, size_t bytes);
+
+/* Give back what @p c reserved (body freed) and grant waiters. */
+void nwb__flow_release(struct nwb_server *srv, struct nwb__conn *c);
+
+/* Hand c->job to the worker, or park it while the queue is full (reading stops). */
+void nwb__flow_submit(struct nwb_server *srv, struct nwb__conn *c);
+
+/* A job came back: take it off the count, resume reading below the low mark. */
+void nwb__flow_job_returned(struct nwb_server *srv);
+
+/* @p c is closing: drop it from any wait list. */
+void nwb__flow_forget(struct nwb_server *srv, struct nwb__conn *c);
+
+/* ---- log_worker.c: the writer thread, its bounded queue and completions ---- */
+
+struct nwb__log_worker;
+
+/* Called on the loop thread for each finished job. */
+typedef void (*nwb__job_done_fn)(void *ctx, struct nwb__log_job *job);
+
+int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_open_runs,
+                           nwb__job_done_fn done, void *ctx, struct nwb__log_worker **out,
+                           char *errbuf, size_t errlen);
+
+/* Queue @p job (the caller bounds how many are out). Handed over at the end of the loop turn. */
+void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job);
+
+/* Jobs submitted and not yet returned through the done callback. */
+unsigned nwb__log_worker_outstanding(const struct nwb__log_worker *w);
+
+/*
+ * Write what is queued, deliver its completions, join the thread, close the
+ * run store and the worker's handles; the memory goes in their close
+ * callback. Loop thread.
+ */
+void nwb__log_worker_stop(struct nwb__log_worker *w);
+
+/* ---- run_store.c: per-run directories, files, durable duplicate state (worker thread) ---- */
+
+struct nwb__run_store;
+struct nwb__run;
+
+int nwb__run_store_open(const char *out_dir, unsigned max_open_runs, struct nwb__run_store **out,
+                        char *errbuf, size_t errlen);
+void nwb__run_store_close(struct nwb__run_store *s);
+
+/*
+ * The run (program, run) - both already sanitised - opened: from the cache,
+ * an existing runs/<program>_*_<run> directory (recovering its state), or a
+ * new directory named after @p now_ns. Returns 0 or a negative errno.
+ */
+int nwb__run_store_get(struct nwb__run_store *s, const char *program, const char *run,
+                       uint64_t now_ns, struct nwb__run **out);
+
+/* 1 when a batch with this seq already landed (seq <= the run's last seq). */
+int nwb__run_seq_seen(const struct nwb__run *r, int has_seq, uint64_t seq);
+
+/* Start a batch at the end of the log. */
+void nwb__run_batch_begin(struct nwb__run *r, int has_seq, uint64_t seq);
+
+/*
+ * Append @p len bytes of the current batch (@p final: its last piece):
+ * records the state (one pwrite), then writes them. On failure the log is
+ * truncated back to the batch's start, the failure is reported on the
+ * console once per kind, and a negative errno is returned.
+ */
+int nwb__run_batch_append(struct nwb__run_store *s, struct nwb__run *r, const char *buf, size_t len,
+                          int final);
+
+/* Give up on the current batch: log.txt is cut back to where it began. */
+void nwb__run_batch_abort(struct nwb__run *r);
+
+/* The batch's last piece is written: its seq is now the run's last. */
+void nwb__run_batch_commit(struct nwb__run *r);
+
+/* The run's directory name under runs/ (for messages and tests). */
+const char *nwb__run_dir_name(const struct nwb__run *r);
+
+/* Test support: the last seq the store holds for @p r (has: 0 when none). */
+uint64_t nwb__run_last_seq(const struct nwb__run *r, int *has);
+
+/* ---- log_render.c: records of a body, formatted as log lines (worker thread) ---- */
+
+struct nwb__rec_iter {
+    int kind;
+    nwb_log_batch_reader_t reader;
+    const char *cur, *end; /* text */
+    uint64_t time_ns;      /* text: the receive time */
+};
+
+void nwb__rec_iter_batch(struct nwb__rec_iter *it, const void *body, size_t len);
+void nwb__rec_iter_text(struct nwb__rec_iter *it, const void *body, size_t len, uint64_t time_ns);
+
+/*
+ * Next record: 1, 0 at the end, or a negative code for a malformed batch.
+ * Text: one INFO record per line ('\n'; a final line without one counts),
+ * one trailing '\r' dropped, empty lines skipped, lines longer than
+ * NWB_LOG_RECORD_MSG_MAX split into several records (at a UTF-8 boundary).
+ */
+int nwb__rec_iter_next(struct nwb__rec_iter *it, nwb_log_record_t *rec);
+
+struct nwb__render {
+    nwb_log_line_clock_t clock;
+    const char *program;
+    size_t program_len;
+    nwb_log_record_t held; /* read but did not fit the last buffer */
+    int has_held;
+    uint64_t records;
+    uint64_t drops;
+};
+
+void nwb__render_init(struct nwb__render *rd, const char *program, size_t program_len);
+
+/*
+ * Format records from @p it into @p buf (@p cap >= one largest line) until
+ * the next might not fit. Sets *len and *end (1 when @p it is exhausted).
+ * Returns 0 or the iterator's error.
+ */
+int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
+                     size_t *len, int *end);
+
+/* ---- the server (server.c) ---- */
+
+struct nwb_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_async_t stop_async;
+    uv_signal_t sigint, sigterm;
+    int handles_open; /* listener, stop_async, signals: until their close callbacks ran */
+    /* settings */
+    struct nwb__http_limits http_limits;
+    size_t max_body_bytes;
+    unsigned request_timeout_ms;
+    unsigned idle_timeout_ms;
+    unsigned max_connections;
+    unsigned queue_max_jobs;
+    size_t max_buffered_bytes;
+    nwb_server_config_t cfg; /* the rest, strings pointing at the copies below */
+    char *out_dir;
+    char *bind_addr;
+    char *namesym_dirs[NWB_SERVER_NAMESYM_DIRS_MAX];
+    /* identity */
+    int port;
+    int ipv6;
+    char anon_run[32]; /* run id for requests without X-NWB-Run */
+    uint64_t start_mono_ns;
+    /* connections */
+    struct nwb__conn *conns;
+    unsigned conn_count;
+    char *read_buf; /* NWB__READ_BUF_SIZE, shared by every connection's reads */
+    /* flow control (flow.c) */
+    size_t budget_used;
+    struct nwb__conn *budget_head, *budget_tail;
+    struct nwb__conn *queue_head, *queue_tail;
+    int reading_paused;
+    int granting;
+    /* the log worker */
+    struct nwb__log_worker *worker;
+    /* lifecycle */
+    int stopping;
+    int worker_stopped;
+    int accept_err_reported;
+    struct nwb__metrics metrics;
+};
+
+/* A connection was freed or a job returned: finish a pending shutdown when nothing is left. */
+void nwb__server_maybe_finish(struct nwb_server *srv);
+
+#endif /* NWB_SERVER_INT_H */

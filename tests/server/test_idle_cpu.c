@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_idle_cpu.c - idle means idle: after some traffic, a server with no
+ * connections uses < 1% CPU over 5 s (utime + stime from /proc/<pid>/stat)
+ * and its threads barely wake (context switches from /proc/<pid>/task/).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server_test_util.h"
+
+/* utime + stime of @p pid, in clock ticks. */
+static long long cpu_ticks(pid_t pid)
+{
+    char path[64];
+    char buf[2048];
+    unsigned long long ut = 0, st = 0;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name may hold spaces */
+    assert_non_null(p);
+    /* after ") ": state(3) ... utime is field 14, stime 15 */
+    assert_int_equal(
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st), 2);
+    return (long long)(ut + st);
+}
+
+/* Voluntary + involuntary context switches of every thread of @p pid. */
+static long long ctx_switches(pid_t pid)
+{
+    char path[64];
+    long long total = 0;
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    d = opendir(path);
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char spath[400];
+        char line[256];
+        FILE *f;
+
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(spath, sizeof(spath), "%s/%s/status", path, e->d_name);
+        f = fopen(spath, "r");
+        if (f == NULL) {
+            continue;
+        }
+        while (fgets(line, sizeof(line), f) != NULL) {
+            long long v;
+
+            if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1 ||
+                sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1) {
+                total += v;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return total;
+}
+
+static void test_idle_server_uses_under_one_percent_cpu(void **state)
+{
+    struct nwb_test_server srv;
+    char dir[512];
+    const long hz = sysconf(_SC_CLK_TCK);
+    struct pollfd pfd;
+    long long t0, c0, s0, ticks, switches, ms;
+
+    (void)state;
+    assert_int_equal(nwb_test_tmpdir("idle", dir, sizeof(dir)), 0);
+    assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
+    /* Some traffic first, so the worker, the run store and timers have all been used. */
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(
+            tu_post(srv.port, "text/plain", "idle", "r", i + 1, "warm up\n", 8, NULL, 0), 200);
+    }
+    assert_int_equal(nwb_test_http(srv.port, "GET", "/metrics", NULL, NULL, 0, NULL, 0), 200);
+    /* Wait until the last connection is gone (closed slots are freed asynchronously). */
+    t0 = nwb_test_now_ms();
+    while (tu_metric(srv.port, "nwb_connections_open") != 1 && nwb_test_now_ms() - t0 < 5000) {
+        poll(NULL, 0, 5);
+    }
+    t0 = nwb_test_now_ms();
+    c0 = cpu_ticks(srv.pid);
+    s0 = ctx_switches(srv.pid);
+    /* The 5 s measuring window: wait on the server's stdout, which must stay quiet. */
+    pfd.fd = srv.stdout_fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    assert_int_equal(poll(&pfd, 1, 5000), 0);
+    ticks = cpu_ticks(srv.pid) - c0;
+    switches = ctx_switches(srv.pid) - s0;
+    ms = nwb_test_now_ms() - t0;
+    fprintf(stderr, "idle: %lld ticks (%ld/s) and %lld context switches in %lld ms\n", ticks, hz,
+            switches, ms);
+    assert_true(ms >= 4900);
+    assert_true(ticks * 1000 * 100 < (long long)hz * ms); /* < 1% of one core */
+    assert_true(switches < 10);                           /* no timers, no polling */
+    assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
+    nwb_test_rmtree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_idle_server_uses_under_one_percent_cpu, tu_reap),
+    };
+
+    return cmocka_run_group_tests_name("server.idle_cpu", tests, NULL, NULL);
+}
