@@ -64,6 +64,40 @@ const char *nwb_err_name(int err)
         return "EEXIST";
     case -EADDRINUSE:
         return "EADDRINUSE";
+    case -EFBIG:
+        return "EFBIG";
+    case -EDQUOT:
+        return "EDQUOT";
+    case -EROFS:
+        return "EROFS";
+    case -ELOOP:
+        return "ELOOP";
+    case -ENOTDIR:
+        return "ENOTDIR";
+    case -EISDIR:
+        return "EISDIR";
+    case -ENXIO:
+        return "ENXIO";
+    case -EMFILE:
+        return "EMFILE";
+    case -ENFILE:
+        return "ENFILE";
+    case -EBADF:
+        return "EBADF";
+    case -EPERM:
+        return "EPERM";
+    case -ENAMETOOLONG:
+        return "ENAMETOOLONG";
+    case -ECONNABORTED:
+        return "ECONNABORTED";
+    case -EHOSTUNREACH:
+        return "EHOSTUNREACH";
+    case -ENETUNREACH:
+        return "ENETUNREACH";
+    case -EINTR:
+        return "EINTR";
+    case -EBUSY:
+        return "EBUSY";
     default:
         return "UNKNOWN";
     }

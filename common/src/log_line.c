@@ -90,17 +90,38 @@ static char *put_u64(char *p, uint64_t v)
     return p;
 }
 
-/* Copy the message, escaping bytes that would break the one-line form. */
+/* Nonzero when any byte of @p w is below 0x20 or equal to 0x7f (SWAR, Hacker's Delight 6-1). */
+static inline uint64_t word_needs_escape(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    const uint64_t del = w ^ (0x7full * ones);
+
+    return ((w - 0x20u * ones) & ~w & highs) | ((del - ones) & ~del & highs);
+}
+
+/* Copy the message, escaping bytes that would break the one-line form. Most
+ * messages have none: whole 8-byte words are checked and copied at once. */
 static char *put_escaped(char *p, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0;
+    size_t i = 0, run = 0;
 
-    for (size_t i = 0; i < len; i++) {
-        const unsigned char c = u[i];
+    while (i < len) {
+        unsigned char c;
 
+        if (i + 8 <= len) {
+            uint64_t w;
+
+            memcpy(&w, u + i, 8);
+            if (word_needs_escape(w) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        c = u[i];
         if (NWB_LIKELY(c >= 0x20 && c != 0x7f) || c == '\t') {
+            i++;
             continue;
         }
         memcpy(p, s + run, i - run);
@@ -116,6 +137,7 @@ static char *put_escaped(char *p, const char *s, size_t len)
             *p++ = hex[c >> 4];
             *p++ = hex[c & 15];
         }
+        i++;
     }
     memcpy(p, s + run, len - run);
     return p + (len - run);

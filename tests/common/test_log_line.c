@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,34 @@ static void test_log_line_escapes_control_bytes_to_stay_one_line(void **state)
     assert_int_equal(strchr(out, '\n') - out, (long)strlen(out) - 1);
 }
 
+static void test_log_line_escapes_at_every_word_position(void **state)
+{
+    (void)state;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            char msg[48], want[256], out[512], *w = want;
+            nwb_log_record_t r;
+
+            memset(msg, 'a', sizeof(msg));
+            msg[at] = (char)(at % 2 == 0 ? 0x01 : 0x7f);
+            for (size_t i = 0; i < len; i++) {
+                if (i == at) {
+                    w += sprintf(w, "\\x%02x", (unsigned char)msg[i]);
+                } else {
+                    *w++ = msg[i];
+                }
+            }
+            *w = '\0';
+            memset(&r, 0, sizeof(r));
+            r.msg = msg;
+            r.msg_len = (uint32_t)len;
+            format(out, sizeof(out), &r, "p");
+            assert_non_null(strstr(out, want));
+            assert_int_equal(strlen(strstr(out, " p ") + 3), strlen(want) + 1);
+        }
+    }
+}
+
 static void test_log_line_worst_case_fits_the_announced_maximum(void **state)
 {
     nwb_log_record_t r;
@@ -122,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_log_line_formats_time_level_thread_program_source_message),
         cmocka_unit_test(test_log_line_omits_source_when_absent),
         cmocka_unit_test(test_log_line_escapes_control_bytes_to_stay_one_line),
+        cmocka_unit_test(test_log_line_escapes_at_every_word_position),
         cmocka_unit_test(test_log_line_worst_case_fits_the_announced_maximum),
         cmocka_unit_test(test_log_line_compact_time_is_utc),
     };
