@@ -45,6 +45,7 @@ static int output_create(struct nwb_client *c, char *errbuf, size_t errlen)
     if (c->s.mode == NWB_CLIENT_MODE_SERVER) {
         return nwb__http_out_create(&c->s, &c->st, &c->out, errbuf, errlen);
     }
+    nwb__run_dir_format(&c->s, c->run_dir, sizeof(c->run_dir));
     return nwb__file_out_create(&c->s, &c->st, &c->out, errbuf, errlen);
 }
 

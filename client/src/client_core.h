@@ -46,6 +46,7 @@ struct nwb_client {
     struct nwb__launched launched;
     nwb_logger_guard_t guard;
     char launch_note[256]; /* why launching a server failed, logged once running */
+    char run_dir[1200];    /* standalone: the run's directory (nwb_client_run_dir) */
 
     /* The producers' rings. */
     pthread_mutex_t ring_lock;

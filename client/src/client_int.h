@@ -97,6 +97,8 @@ struct nwb__out {
 /* Both borrow @p s and @p st for their lifetime. */
 int nwb__http_out_create(const struct nwb__settings *s, struct nwb__stats *st,
                          struct nwb__out **out, char *errbuf, size_t errlen);
+/* The standalone run directory <log_dir>/runs/<program>_<YYYYmmdd-HHMMSS>_<run> (snprintf's result). */
+int nwb__run_dir_format(const struct nwb__settings *s, char *dst, size_t cap);
 int nwb__file_out_create(const struct nwb__settings *s, struct nwb__stats *st,
                          struct nwb__out **out, char *errbuf, size_t errlen);
 

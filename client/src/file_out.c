@@ -205,11 +205,18 @@ static int mkdir_p(char *path)
     }
 }
 
+int nwb__run_dir_format(const struct nwb__settings *s, char *dst, size_t cap)
+{
+    char stamp[16];
+
+    nwb_time_compact(s->start_time_ns, stamp);
+    return snprintf(dst, cap, "%s/runs/%s_%s_%s", s->log_dir, s->program, stamp, s->run_id);
+}
+
 int nwb__file_out_create(const struct nwb__settings *s, struct nwb__stats *st,
                          struct nwb__out **out, char *errbuf, size_t errlen)
 {
     struct file_out *f = nwb_calloc(1, sizeof(*f));
-    char stamp[16];
     char dir[1280];
     char tmp[128];
     int rc;
@@ -232,8 +239,7 @@ int nwb__file_out_create(const struct nwb__settings *s, struct nwb__stats *st,
     f->fd = -1;
     f->program_len = strlen(s->program);
     f->clock = (nwb_log_line_clock_t)NWB_LOG_LINE_CLOCK_INIT;
-    nwb_time_compact(s->start_time_ns, stamp);
-    n = snprintf(dir, sizeof(dir), "%s/runs/%s_%s_%s", s->log_dir, s->program, stamp, s->run_id);
+    n = nwb__run_dir_format(s, dir, sizeof(dir));
     if (n < 0 || (size_t)n >= sizeof(dir) - sizeof("/log.txt")) {
         rc = NWB_ECONFIG;
         snprintf(errbuf, errlen, "log_dir is too long");

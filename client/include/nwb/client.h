@@ -132,6 +132,25 @@ NWB_API const char *nwb_client_program(const nwb_client_t *client);
 /** The server address in use ("HOST:PORT"), or NULL in standalone mode. */
 NWB_API const char *nwb_client_server(const nwb_client_t *client);
 
+/**
+ * POST @p len bytes of @p body (borrowed) to @p path on this client's server,
+ * with the run's X-NWB-Program and X-NWB-Run headers, X-NWB-Seq @p seq, and
+ * Content-Type / Content-Encoding when not NULL, on a connection of its own.
+ * Blocking, on the calling thread, bounded by @p timeout_ms in all: for
+ * uploader threads (telemetry), never a game thread. Returns the HTTP status
+ * (> 0), a negated errno or NWB_ETIMEOUT when no answer came, or NWB_ECONFIG
+ * in standalone mode or for a malformed path or header value.
+ */
+NWB_API int nwb_client_post(nwb_client_t *client, const char *path, const void *body, size_t len,
+                            const char *content_type, const char *content_encoding, uint64_t seq,
+                            unsigned timeout_ms);
+
+/**
+ * Standalone mode: the run's directory, <log_dir>/runs/<program>_<YYYYmmdd-HHMMSS>_<run>,
+ * where log.txt (and telemetry.nwbs) go. NULL in server mode. Borrowed; valid until destroy.
+ */
+NWB_API const char *nwb_client_run_dir(const nwb_client_t *client);
+
 #ifdef __cplusplus
 }
 #endif
