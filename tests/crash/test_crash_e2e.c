@@ -126,7 +126,9 @@ static void server_path(const struct fixture *f, char *buf, size_t cap, const ch
     va_start(ap, fmt);
     vsnprintf(rel, sizeof(rel), fmt, ap);
     va_end(ap);
-    snprintf(buf, cap, "%s/crashes/%s", f->out, rel);
+    if (snprintf(buf, cap, "%s/crashes/%s", f->out, rel) >= (int)cap) {
+        fail_msg("test path too long");
+    }
 }
 
 static int wait_extracted(struct fixture *f, const char *id)

@@ -91,7 +91,9 @@ static void path_of(const struct fixture *f, char *buf, size_t cap, const char *
     va_start(ap, fmt);
     vsnprintf(rel, sizeof(rel), fmt, ap);
     va_end(ap);
-    snprintf(buf, cap, "%s/crashes/%s", f->out, rel);
+    if (snprintf(buf, cap, "%s/crashes/%s", f->out, rel) >= (int)cap) {
+        fail_msg("test path too long");
+    }
 }
 
 static long count(const struct fixture *f, const char *cat)

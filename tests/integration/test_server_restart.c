@@ -36,7 +36,7 @@ static void *produce(void *arg)
     const struct producer *p = arg;
 
     for (int n = 0; n < PER_THREAD; n++) {
-        NWB_LOGGER_INFO("itest-num t%d n%d", p->index, n);
+        NWB_LOGGER_ESSENTIAL_INFO("itest-num t%d n%d", p->index, n);
         atomic_store(&progress[p->index], n);
     }
     return NULL;

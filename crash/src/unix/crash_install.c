@@ -265,8 +265,12 @@ int nwb_crash_install(const nwb_crash_config_t *cfg_in)
     if (err != 0) {
         return err;
     }
-    snprintf(g->pending_dir, sizeof(g->pending_dir), "%s/pending", g->crash_dir);
-    snprintf(g->upload_log, sizeof(g->upload_log), "%s/upload.log", g->crash_dir);
+    if (snprintf(g->pending_dir, sizeof(g->pending_dir), "%s/pending", g->crash_dir) >=
+            (int)sizeof(g->pending_dir) ||
+        snprintf(g->upload_log, sizeof(g->upload_log), "%s/upload.log", g->crash_dir) >=
+            (int)sizeof(g->upload_log)) {
+        return NWB_ECONFIG; /* the crash folder's path is too long */
+    }
     err = make_dirs(g->pending_dir);
     if (err != 0) {
         return err;
