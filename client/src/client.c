@@ -272,6 +272,13 @@ size_t nwb__client_ring_count(nwb_client_t *c)
     return n;
 }
 
+void nwb_client_startup_failed(nwb_client_t *client)
+{
+    if (client != NULL) {
+        client->launched.detach = 0; /* a failed start-up never leaves a server behind */
+    }
+}
+
 int nwb_client_is_server_mode(const nwb_client_t *c)
 {
     return c != NULL && c->s.mode == NWB_CLIENT_MODE_SERVER;

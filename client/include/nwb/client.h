@@ -107,6 +107,13 @@ NWB_API int nwb_client_flush(nwb_client_t *client, unsigned timeout_ms);
  */
 NWB_API void nwb_client_destroy(nwb_client_t *client);
 
+/**
+ * Tell the client that the program's start-up failed: a server it launched
+ * for this run is then stopped by nwb_client_destroy() even if detach_server
+ * was asked for. NULL is a no-op.
+ */
+NWB_API void nwb_client_startup_failed(nwb_client_t *client);
+
 /** Counters; each is monotonic over the client's life. */
 typedef struct nwb_client_stats {
     uint64_t records_accepted;  /* taken into a ring */
