@@ -20,6 +20,7 @@
 
 #include "nwb/build_id.h"
 #include "nwb/error.h"
+#include "nwb/log_tail.h"
 
 #include "../capture_int.h"
 
@@ -308,6 +309,7 @@ int nwb_crash_install(const nwb_crash_config_t *cfg_in)
         goto fail_stack;
     }
     atomic_store(&g->installed, 1);
+    nwb_log_tail_enable(1); /* from now on the client worker keeps the last lines for packages */
 
     if (!cfg->no_upload_at_start && g->have_helper &&
         nwb__crash_pending_count(g->pending_dir) > 0) {
