@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_ingest.c - the server ingest benchmark. Starts the null server and
+ * the real nwb-logserver in turn (127.0.0.1, port 0, fresh temp dirs) and
+ * drives each with the same load: N keep-alive connections, one POST /v1/log
+ * of a pre-built binary batch in flight per connection, for a fixed time.
+ * Prints requests/s, MB/s of bodies, non-200 counts and the ratio to the
+ * null server, with PASS/FAIL against the targets.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <llhttp.h>
+
+#include "nwb/alloc.h"
+#include "nwb/log_batch.h"
+#include "nwb/safe_name.h"
+
+#include "bench_ingest_reclaim.h"
+#include "bench_util.h"
+
+#define MAX_CONNS      256
+#define MAX_SIZES      4
+#define MAX_LOADS      4
+#define MAX_REPEAT     9
+#define MAX_RECONNECTS 1000
+#define RECV_BUF       4096
+#define LAT_CAP        (4u * 1024u * 1024u) /* round-trip samples kept per run */
+#define DRAIN_MS       10000                /* wait for in-flight answers after the end */
+#define RECLAIM_MS     100                  /* count and punch the server's output this often */
+
+enum { SRV_NULL = 0, SRV_NWB = 1, SRV_COUNT };
+static const char *const srv_names[SRV_COUNT] = {"null server", "nwb-logserver"};
+
+struct options {
+    const char *exe[SRV_COUNT];
+    double duration_s;
+    double warmup_s;
+    int conns[MAX_LOADS];
+    int nconns;
+    size_t sizes[MAX_SIZES];
+    int nsizes;
+    int repeat;
+    uint64_t max_requests; /* per run, warm-up included */
+    uint64_t max_bytes;    /* body bytes per run, warm-up included */
+    int verify;
+    uint64_t punch_mb; /* punch the servers' output every this many MiB; 0 = never */
+};
+
+struct body {
+    uint8_t *data;
+    size_t len;
+    uint32_t records;
+};
+
+/* What one run measured (inside the window after warm-up). */
+struct run_result {
+    int ok;
+    char error[256];
+    uint64_t requests;     /* 200 answers in the window */
+    uint64_t non200;       /* other statuses in the window */
+    uint64_t conn_errors;  /* connections lost or refused (whole run) */
+    uint64_t total_ok;     /* 200 answers, whole run (for the on-disk check) */
+    uint64_t total_non200; /* other statuses, whole run */
+    uint64_t unanswered;   /* requests still in flight when the run gave up */
+    double window_s;
+    double req_s;
+    double mb_s;  /* body MB/s (10^6 bytes) */
+    double rec_s; /* records/s */
+    double lat_p50_us;
+    double lat_p99_us;
+    double server_cpu; /* server CPU seconds / window seconds */
+    double gen_cpu;    /* load generator CPU seconds / window seconds */
+    double other_cpu;  /* every other process on the machine, CPU s / window s */
+    long long lines;   /* lines the server wrote (-1: not checked) */
+    uint64_t punched;  /* output bytes punched out during the run */
+    int exit_status;
+    int stopped_early; /* a request or byte bound ended the run */
+};
+
+struct conn {
+    int fd;
+    int idx;
+    int sending;  /* 1 while the request is being written */
+    int inflight; /* 1 from the first byte sent until the answer (or failure) */
+    size_t hdr_len;
+    size_t hdr_off;
+    size_t body_off;
+    uint64_t seq;
+    uint64_t t_sent; /* when the request started */
+    char run[17];
+    char hdr[512];
+    llhttp_t parser;
+    int complete; /* the parser finished a response */
+    int status;
+};
+
+struct load {
+    const struct options *o;
+    const struct body *body;
+    int port;
+    int nconns;
+    pid_t server_pid;
+    int ep;
+    struct conn conns[MAX_CONNS];
+    llhttp_settings_t settings;
+    uint64_t t_warm;
+    uint64_t t_end;
+    int stopping;
+    uint64_t issued;
+    uint64_t issued_bytes;
+    uint64_t reconnects;
+    uint64_t *lat;
+    size_t nlat;
+    struct nwb_bench_reclaim *reclaim;
+    struct run_result *r;
+};
+
+/* ---- the body: realistic ~80-byte messages ---- */
+
+static int body_build(struct body *b, size_t target)
+{
+    static const char *const files[4] = {"engine/render/frame_graph.c", "engine/sim/physics_step.c",
+                                         "game/ai/nav_query.c", "engine/io/stream_loader.c"};
+    uint8_t *buf = nwb_malloc(target);
+    size_t off = NWB_LOG_BATCH_HEADER_SIZE;
+    uint32_t n = 0;
+    const uint64_t t0 = 1767225600ull * 1000000000ull; /* 2026-01-01 */
+
+    if (buf == NULL || target < NWB_LOG_BATCH_HEADER_SIZE + 256) {
+        nwb_free(buf);
+        return -1;
+    }
+    nwb_log_batch_header_write(buf);
+    for (;;) {
+        char msg[128];
+        nwb_log_record_t rec;
+        int len = snprintf(msg, sizeof(msg),
+                           "frame %6u took %7.3f ms on render; draws=%4u tris=%7u culled=%5u ok",
+                           1000 + n, 16.0 + (double)(n % 97) * 0.071, 1200 + n % 800,
+                           850000 + n * 37 % 90000, 3000 + n % 4000);
+
+        memset(&rec, 0, sizeof(rec));
+        rec.time_ns = t0 + (uint64_t)n * 16666667u;
+        rec.thread_id = 4242 + n % 4;
+        rec.line = 100 + n % 900;
+        rec.level = (uint8_t)(n % 50 == 49 ? 1 : 0);
+        rec.file = files[n % 4];
+        rec.file_len = (uint16_t)strlen(rec.file);
+        rec.msg = msg;
+        rec.msg_len = (uint32_t)len;
+        if (off + nwb_log_record_wire_size(rec.file_len, rec.msg_len) > target) {
+            break;
+        }
+        off += nwb_log_record_encode(buf + off, &rec);
+        n++;
+    }
+    nwb_log_batch_header_finish(buf, n, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
+    if (nwb_log_batch_validate(buf, off, NULL, NULL) != 0) {
+        nwb_free(buf);
+        return -1;
+    }
+    b->data = buf;
+    b->len = off;
+    b->records = n;
+    return 0;
+}
+
+/* ---- the load generator: one thread, epoll, edge-triggered ---- */
+
+static int on_response_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+
+    c->complete = 1;
+    c->status = p->status_code;
+    return 0;
+}
+
+static void conn_prepare(struct load *l, struct conn *c)
+{
+    int n = snprintf(c->hdr, sizeof(c->hdr),
+                     "POST /v1/log HTTP/1.1\r\n"
+                     "Host: 127.0.0.1:%d\r\n"
+                     "Content-Type: " NWB_LOG_BATCH_CONTENT_TYPE "\r\n"
+                     "Content-Length: %zu\r\n"
+                     "X-NWB-Program: bench-ingest\r\n"
+                     "X-NWB-Run: %s\r\n"
+                     "X-NWB-Seq: %llu\r\n"
+                     "\r\n",
+                     l->port, l->body->len, c->run, (unsigned long long)c->seq);
+
+    c->hdr_len = (size_t)n;
+    c->hdr_off = 0;
+    c->body_off = 0;
+    c->sending = 1;
+    c->inflight = 1;
+    c->complete = 0;
+    c->seq++;
+    l->issued++;
+    l->issued_bytes += l->body->len;
+}
+
+static void conn_drop(struct load *l, struct conn *c)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static int conn_open(struct load *l, struct conn *c)
+{
+    struct sockaddr_in a;
+    struct epoll_event ev;
+    int one = 1;
+
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)l->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* Blocking connect on loopback completes at once; then non-blocking. */
+    if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (fcntl(c->fd, F_SETFL, O_NONBLOCK) != 0) {
+        conn_drop(l, c);
+        return -1;
+    }
+    llhttp_init(&c->parser, HTTP_RESPONSE, &l->settings);
+    c->parser.data = c;
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+    ev.data.ptr = c;
+    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+        conn_drop(l, c);
+        return -1;
+    }
+    return 0;
+}
+
+static int limits_reached(const struct load *l)
+{
+    return l->issued >= l->o->max_requests || l->issued_bytes >= l->o->max_bytes;
+}
+
+/* Write until done or EAGAIN. Returns 0, or -1 when the connection failed. */
+static int conn_send(struct load *l, struct conn *c)
+{
+    while (c->sending) {
+        struct iovec iov[2];
+        int n = 0;
+        ssize_t w;
+
+        if (c->hdr_off < c->hdr_len) {
+            iov[n].iov_base = c->hdr + c->hdr_off;
+            iov[n].iov_len = c->hdr_len - c->hdr_off;
+            n++;
+        }
+        iov[n].iov_base = (void *)(uintptr_t)(l->body->data + c->body_off); /* iovec is not const */
+        iov[n].iov_len = l->body->len - c->body_off;
+        n++;
+        w = writev(c->fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno == EAGAIN ? 0 : -1;
+        }
+        if (c->hdr_off < c->hdr_len) {
+            size_t h = c->hdr_len - c->hdr_off;
+
+            if ((size_t)w < h) {
+                c->hdr_off += (size_t)w;
+                continue;
+            }
+            c->hdr_off = c->hdr_len;
+            w -= (ssize_t)h;
+        }
+        c->body_off += (size_t)w;
+        if (c->body_off == l->body->len) {
+            c->sending = 0;
+        }
+    }
+    return 0;
+}
+
+static void window_account(struct load *l, struct conn *c, uint64_t now)
+{
+    struct run_result *r = l->r;
+
+    if (c->status == 200) {
+        r->total_ok++;
+    } else {
+        r->total_non200++;
+    }
+    if (c->t_sent < l->t_warm || now > l->t_end) {
+        return;
+    }
+    if (c->status == 200) {
+        r->requests++;
+    } else {
+        r->non200++;
+    }
+    if (l->nlat < LAT_CAP) {
+        l->lat[l->nlat++] = now - c->t_sent;
+    }
+}
+
+static void conn_fail(struct load *l, struct conn *c, uint64_t now);
+
+/* Start the next request on @p c, or leave it idle when the run is ending. */
+static void conn_next(struct load *l, struct conn *c, uint64_t now)
+{
+    if (l->stopping || limits_reached(l)) {
+        return;
+    }
+    c->t_sent = now;
+    conn_prepare(l, c);
+    if (conn_send(l, c) != 0) {
+        conn_fail(l, c, now);
+    }
+}
+
+/* Read until EAGAIN. Returns 0, or -1 when the connection closed or failed. */
+static int conn_recv(struct load *l, struct conn *c, uint64_t now)
+{
+    char buf[RECV_BUF];
+    const int fd = c->fd;
+
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        llhttp_errno_t err;
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno == EAGAIN ? 0 : -1;
+        }
+        if (n == 0) {
+            return -1;
+        }
+        err = llhttp_execute(&c->parser, buf, (size_t)n);
+        if (err != HPE_OK) {
+            return -1;
+        }
+        if (c->complete) {
+            c->complete = 0;
+            c->inflight = 0;
+            c->sending = 0; /* an early answer (e.g. 413) ends the request */
+            window_account(l, c, now);
+            conn_next(l, c, now);
+            if (c->fd != fd) {
+                return 0; /* conn_next failed and replaced the connection */
+            }
+        }
+    }
+}
+
+/* The connection failed: count it, and reconnect while the run goes on (bounded). */
+static void conn_fail(struct load *l, struct conn *c, uint64_t now)
+{
+    l->r->conn_errors++;
+    if (c->inflight) {
+        l->r->unanswered++;
+    }
+    c->inflight = 0;
+    c->sending = 0;
+    conn_drop(l, c);
+    if (l->stopping || l->reconnects >= MAX_RECONNECTS) {
+        return;
+    }
+    l->reconnects++;
+    if (conn_open(l, c) == 0) {
+        conn_next(l, c, now);
+    }
+}
+
+static int active_conns(const struct load *l)
+{
+    int n = 0;
+
+    for (int i = 0; i < l->nconns; i++) {
+        if (l->conns[i].fd >= 0 && l->conns[i].inflight) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static void run_load(struct load *l)
+{
+    struct run_result *r = l->r;
+    struct epoll_event evs[MAX_CONNS];
+    uint64_t t_begin = nwb_bench_now_ns();
+    uint64_t deadline;
+    double srv_cpu0 = 0;
+    double gen_cpu0 = 0;
+    double all_cpu0 = 0;
+    uint64_t next_reclaim = t_begin + (uint64_t)RECLAIM_MS * 1000000u;
+    int warm_marked = 0;
+    int end_marked = 0;
+
+    l->t_warm = t_begin + (uint64_t)(l->o->warmup_s * 1e9);
+    l->t_end = l->t_warm + (uint64_t)(l->o->duration_s * 1e9);
+    deadline = l->t_end + (uint64_t)DRAIN_MS * 1000000u;
+    for (int i = 0; i < l->nconns; i++) {
+        struct conn *c = &l->conns[i];
+
+        c->idx = i;
+        c->seq = 1;
+        nwb_run_id_generate(c->run);
+        if (conn_open(l, c) != 0) {
+            r->conn_errors++;
+            continue;
+        }
+        conn_next(l, c, nwb_bench_now_ns());
+    }
+    for (;;) {
+        uint64_t now = nwb_bench_now_ns();
+        int timeout;
+        int n;
+
+        if (now >= next_reclaim) {
+            nwb_bench_reclaim_step(l->reclaim, 0);
+            now = nwb_bench_now_ns();
+            next_reclaim = now + (uint64_t)RECLAIM_MS * 1000000u;
+        }
+
+        if (!warm_marked && now >= l->t_warm) {
+            warm_marked = 1;
+            srv_cpu0 = nwb_bench_proc_cpu_s(l->server_pid);
+            gen_cpu0 = nwb_bench_self_cpu_s();
+            all_cpu0 = nwb_bench_machine_busy_s();
+        }
+        if (!end_marked && (now >= l->t_end || (limits_reached(l) && warm_marked))) {
+            end_marked = 1;
+            if (now < l->t_end) {
+                r->stopped_early = 1;
+                l->t_end = now;
+            }
+            l->stopping = 1;
+            r->window_s = (double)(l->t_end - l->t_warm) / 1e9;
+            r->server_cpu = (nwb_bench_proc_cpu_s(l->server_pid) - srv_cpu0) / r->window_s;
+            r->gen_cpu = (nwb_bench_self_cpu_s() - gen_cpu0) / r->window_s;
+            r->other_cpu =
+                (nwb_bench_machine_busy_s() - all_cpu0) / r->window_s - r->server_cpu - r->gen_cpu;
+            if (r->other_cpu < 0) {
+                r->other_cpu = 0; /* the counters tick at different moments */
+            }
+        }
+        if (end_marked && active_conns(l) == 0) {
+            break;
+        }
+        if (now >= deadline) {
+            for (int i = 0; i < l->nconns; i++) {
+                if (l->conns[i].fd >= 0 && l->conns[i].inflight) {
+                    r->unanswered++;
+                }
+            }
+            break;
+        }
+        timeout = !warm_marked  ? (int)((l->t_warm - now) / 1000000u) + 1
+                  : !end_marked ? (int)((l->t_end - now) / 1000000u) + 1
+                                : (int)((deadline - now) / 1000000u) + 1;
+        if (timeout > RECLAIM_MS) {
+            timeout = RECLAIM_MS;
+        }
+        n = epoll_wait(l->ep, evs, MAX_CONNS, timeout);
+        if (n < 0 && errno != EINTR) {
+            snprintf(r->error, sizeof(r->error), "epoll_wait: %s", strerror(errno));
+            break;
+        }
+        now = nwb_bench_now_ns();
+        for (int i = 0; i < n; i++) {
+            struct conn *c = evs[i].data.ptr;
+            const uint32_t e = evs[i].events;
+
+            if (c->fd < 0) {
+                continue;
+            }
+            if ((e & EPOLLOUT) && c->sending && conn_send(l, c) != 0) {
+                conn_fail(l, c, now);
+                continue;
+            }
+            if ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && conn_recv(l, c, now) != 0) {
+                conn_fail(l, c, now);
+                continue;
+            }
+        }
+    }
+    for (int i = 0; i < l->nconns; i++) {
+        conn_drop(l, &l->conns[i]);
+    }
+    if (r->window_s > 0) {
+        r->req_s = (double)r->requests / r->window_s;
+        r->mb_s = r->req_s * (double)l->body->len / 1e6;
+        r->rec_s = r->req_s * (double)l->body->records;
+    }
+    if (l->nlat > 0) {
+        nwb_bench_sort_u64(l->lat, l->nlat);
+        r->lat_p50_us = (double)nwb_bench_quantile(l->lat, l->nlat, 0.5) / 1e3;
+        r->lat_p99_us = (double)nwb_bench_quantile(l->lat, l->nlat, 0.99) / 1e3;
+    }
+}
+
+/* ---- one server under one load ---- */
+
+static void run_one(const struct options *o, int srv_kind, const struct body *b, int nconns,
+                    struct run_result *r, uint64_t *lat)
+{
+    static struct load l;
+    struct nwb_bench_reclaim *reclaim = NULL;
+    struct nwb_bench_proc proc;
+    int punch_failed = 0;
+    char dir[1024];
+    char err[512] = "";
+    char *argv[12];
+    char cap_mb[32];
+    int argc = 0;
+
+    memset(r, 0, sizeof(*r));
+    r->lines = -1;
+    if (nwb_bench_tmpdir("ingest", dir, sizeof(dir)) != 0) {
+        snprintf(r->error, sizeof(r->error), "cannot create a temp dir");
+        return;
+    }
+    argv[argc++] = (char *)(uintptr_t)o->exe[srv_kind]; /* execv predates const */
+    argv[argc++] = (char *)(uintptr_t) "--port";
+    argv[argc++] = (char *)(uintptr_t) "0";
+    argv[argc++] = (char *)(uintptr_t) "--out";
+    argv[argc++] = dir;
+    if (srv_kind == SRV_NULL) {
+        /* No rewinding: both servers append, and the load generator punches out what they wrote. */
+        snprintf(cap_mb, sizeof(cap_mb), "%llu",
+                 (unsigned long long)(o->max_bytes / 1000000u) + 64);
+        argv[argc++] = (char *)(uintptr_t) "--max-file-mb";
+        argv[argc++] = cap_mb;
+    }
+    argv[argc] = NULL;
+    if (nwb_bench_proc_start(&proc, argv, 10000, err, sizeof(err)) != 0) {
+        snprintf(r->error, sizeof(r->error), "%.250s", err);
+        nwb_bench_rmtree(dir);
+        return;
+    }
+    if (nwb_bench_reclaim_create(dir, srv_kind == SRV_NULL ? "null-bodies.bin" : "log.txt",
+                                 o->punch_mb * 1024u * 1024u, &reclaim) != 0) {
+        snprintf(r->error, sizeof(r->error), "out of memory");
+        nwb_bench_proc_stop(&proc, SIGKILL, 10000);
+        nwb_bench_rmtree(dir);
+        return;
+    }
+    memset(&l, 0, sizeof(l));
+    l.reclaim = reclaim;
+    l.o = o;
+    l.body = b;
+    l.port = proc.port;
+    l.nconns = nconns;
+    l.server_pid = proc.pid;
+    l.r = r;
+    l.lat = lat;
+    llhttp_settings_init(&l.settings);
+    l.settings.on_message_complete = on_response_complete;
+    for (int i = 0; i < MAX_CONNS; i++) {
+        l.conns[i].fd = -1;
+    }
+    l.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (l.ep < 0) {
+        snprintf(r->error, sizeof(r->error), "epoll_create1: %s", strerror(errno));
+    } else {
+        run_load(&l);
+        close(l.ep);
+    }
+    r->exit_status = nwb_bench_proc_stop(&proc, SIGTERM, 60000);
+    if (r->exit_status != 0 && r->error[0] == '\0') {
+        char out[512];
+
+        nwb_bench_proc_output(&proc, out, sizeof(out));
+        snprintf(r->error, sizeof(r->error), "exit status %d: %.200s", r->exit_status, out);
+    }
+    /* The server has exited: count what it wrote last. */
+    nwb_bench_reclaim_step(reclaim, 1);
+    if (o->verify && srv_kind == SRV_NWB) {
+        r->lines = nwb_bench_reclaim_lines(reclaim);
+    }
+    r->punched = nwb_bench_reclaim_punched(reclaim, &punch_failed);
+    if (punch_failed) {
+        fprintf(stderr, "bench_ingest: cannot punch holes under %s: output stays in memory\n", dir);
+    }
+    nwb_bench_reclaim_destroy(reclaim);
+    nwb_bench_rmtree(dir);
+    if (r->error[0] == '\0') {
+        r->ok = 1;
+    }
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    const struct run_result *x = a;
+    const struct run_result *y = b;
+
+    return (x->req_s > y->req_s) - (x->req_s < y->req_s);
+}
+
+/* ---- command line and report ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_ingest [options]\n"
+            "  --server-exe P   nwb-logserver (default: the one built with this benchmark)\n"
+            "  --null-exe P     null_server (default: the one built with this benchmark)\n"
+            "  --duration-s S   measured seconds per run (default 5)\n"
+            "  --warmup-s S     seconds before measuring (default 1)\n"
+            "  --conns LIST     connection counts, e.g. 16,64 (default; each 1..%d)\n"
+            "  --sizes LIST     body sizes in bytes, e.g. 4096,65536 (default)\n"
+            "  --repeat N       runs per case, the median by requests/s is reported (default 1)\n"
+            "  --max-requests N bound per run (default 20000000)\n"
+            "  --max-mb N       bound on body MB per run (default 8000)\n"
+            "  --punch-mb N     punch out the servers' counted output every N MiB\n"
+            "                   (default 16; 0 = never, output then stays in memory/page cache)\n"
+            "  --no-verify      skip comparing the records nwb-logserver wrote\n",
+            MAX_CONNS);
+}
+
+static int parse_list(const char *s, long long *out, int cap)
+{
+    int n = 0;
+
+    while (*s != '\0') {
+        char *end;
+        long long v;
+
+        if (n == cap) {
+            return -1;
+        }
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (errno != 0 || end == s || (*end != ',' && *end != '\0')) {
+            return -1;
+        }
+        out[n++] = v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    o->exe[SRV_NULL] = NWB_BENCH_NULL_EXE;
+    o->exe[SRV_NWB] = NWB_BENCH_SERVER_EXE;
+    o->duration_s = 5.0;
+    o->warmup_s = 1.0;
+    o->conns[0] = 16;
+    o->conns[1] = 64;
+    o->nconns = 2;
+    o->sizes[0] = 4096;
+    o->sizes[1] = 65536;
+    o->nsizes = 2;
+    o->repeat = 1;
+    o->max_requests = 20000000;
+    o->max_bytes = 8000ull * 1000000ull;
+    o->verify = 1;
+    o->punch_mb = 16;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long list[MAX_LOADS];
+        int n;
+
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--no-verify") == 0) {
+            o->verify = 0;
+            continue;
+        }
+        if (v == NULL) {
+            fprintf(stderr, "bench_ingest: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        if (strcmp(a, "--server-exe") == 0) {
+            o->exe[SRV_NWB] = v;
+        } else if (strcmp(a, "--null-exe") == 0) {
+            o->exe[SRV_NULL] = v;
+        } else if (strcmp(a, "--duration-s") == 0) {
+            o->duration_s = strtod(v, NULL);
+            if (!(o->duration_s >= 0.1 && o->duration_s <= 600)) {
+                fprintf(stderr, "bench_ingest: --duration-s must be 0.1..600\n");
+                return -1;
+            }
+        } else if (strcmp(a, "--warmup-s") == 0) {
+            o->warmup_s = strtod(v, NULL);
+            if (!(o->warmup_s >= 0 && o->warmup_s <= 60)) {
+                fprintf(stderr, "bench_ingest: --warmup-s must be 0..60\n");
+                return -1;
+            }
+        } else if (strcmp(a, "--conns") == 0) {
+            n = parse_list(v, list, MAX_LOADS);
+            if (n <= 0) {
+                fprintf(stderr, "bench_ingest: --conns: up to %d numbers\n", MAX_LOADS);
+                return -1;
+            }
+            for (int k = 0; k < n; k++) {
+                if (list[k] < 1 || list[k] > MAX_CONNS) {
+                    fprintf(stderr, "bench_ingest: --conns values must be 1..%d\n", MAX_CONNS);
+                    return -1;
+                }
+                o->conns[k] = (int)list[k];
+            }
+            o->nconns = n;
+        } else if (strcmp(a, "--sizes") == 0) {
+            n = parse_list(v, list, MAX_SIZES);
+            if (n <= 0) {
+                fprintf(stderr, "bench_ingest: --sizes: up to %d numbers\n", MAX_SIZES);
+                return -1;
+            }
+            for (int k = 0; k < n; k++) {
+                if (list[k] < 512 || list[k] > 8 * 1024 * 1024) {
+                    fprintf(stderr, "bench_ingest: --sizes values must be 512..8388608\n");
+                    return -1;
+                }
+                o->sizes[k] = (size_t)list[k];
+            }
+            o->nsizes = n;
+        } else if (strcmp(a, "--repeat") == 0) {
+            o->repeat = atoi(v);
+            if (o->repeat < 1 || o->repeat > MAX_REPEAT) {
+                fprintf(stderr, "bench_ingest: --repeat must be 1..%d\n", MAX_REPEAT);
+                return -1;
+            }
+        } else if (strcmp(a, "--max-requests") == 0) {
+            o->max_requests = strtoull(v, NULL, 10);
+            if (o->max_requests < 1) {
+                fprintf(stderr, "bench_ingest: --max-requests must be >= 1\n");
+                return -1;
+            }
+        } else if (strcmp(a, "--punch-mb") == 0) {
+            o->punch_mb = strtoull(v, NULL, 10);
+            if (o->punch_mb > 1024 * 1024) {
+                fprintf(stderr, "bench_ingest: --punch-mb must be 0..1048576\n");
+                return -1;
+            }
+        } else if (strcmp(a, "--max-mb") == 0) {
+            o->max_bytes = strtoull(v, NULL, 10) * 1000000ull;
+            if (o->max_bytes < 1000000ull) {
+                fprintf(stderr, "bench_ingest: --max-mb must be >= 1\n");
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "bench_ingest: unknown option %s\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void print_row(const char *name, size_t size, int nconns, const struct run_result *r,
+                      const struct run_result *null_r, uint32_t records, int verify)
+{
+    char ratio[32] = "-";
+    char disk[64] = "-";
+
+    if (!r->ok) {
+        printf("| %s | %zu | %d | - | - | - | - | - | - | - | - | - | ERROR: %s |\n", name, size,
+               nconns, r->error);
+        return;
+    }
+    if (null_r != NULL && null_r->ok && null_r->req_s > 0) {
+        snprintf(ratio, sizeof(ratio), "%.0f%%", 100.0 * r->req_s / null_r->req_s);
+    }
+    if (verify && r->lines >= 0) {
+        const long long want = (long long)(r->total_ok * records);
+
+        snprintf(disk, sizeof(disk), r->lines == want ? "%lld ok" : "%lld of %lld", r->lines, want);
+    }
+    printf("| %s | %zu | %d | %.0f | %.1f | %.0f | %.0f | %.0f | %llu | %llu | %.0f%% / %.0f%% / "
+           "%.0f%% | %s | %s%s |\n",
+           name, size, nconns, r->req_s, r->mb_s, r->rec_s, r->lat_p50_us, r->lat_p99_us,
+           (unsigned long long)r->non200, (unsigned long long)(r->conn_errors + r->unanswered),
+           100.0 * r->server_cpu, 100.0 * r->gen_cpu, 100.0 * r->other_cpu, disk, ratio,
+           r->stopped_early ? " (bound hit)" : "");
+}
+
+int main(int argc, char **argv)
+{
+    static struct run_result runs[MAX_SIZES][MAX_LOADS][SRV_COUNT][MAX_REPEAT];
+    static struct run_result best[MAX_SIZES][MAX_LOADS][SRV_COUNT];
+    struct body bodies[MAX_SIZES];
+    struct options o;
+    uint64_t *lat;
+    int fails = 0;
+
+    if (parse_args(argc, argv, &o) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    lat = nwb_malloc(LAT_CAP * sizeof(*lat));
+    if (lat == NULL) {
+        fprintf(stderr, "bench_ingest: out of memory\n");
+        return 1;
+    }
+    for (int s = 0; s < o.nsizes; s++) {
+        if (body_build(&bodies[s], o.sizes[s]) != 0) {
+            fprintf(stderr, "bench_ingest: cannot build a %zu-byte batch\n", o.sizes[s]);
+            return 1;
+        }
+    }
+    for (int s = 0; s < o.nsizes; s++) {
+        for (int k = 0; k < o.nconns; k++) {
+            for (int rep = 0; rep < o.repeat; rep++) {
+                for (int v = 0; v < SRV_COUNT; v++) {
+                    fprintf(stderr, "bench_ingest: %s, %zu-byte bodies, %d connections, run %d\n",
+                            srv_names[v], bodies[s].len, o.conns[k], rep + 1);
+                    run_one(&o, v, &bodies[s], o.conns[k], &runs[s][k][v][rep], lat);
+                }
+            }
+            for (int v = 0; v < SRV_COUNT; v++) {
+                qsort(runs[s][k][v], (size_t)o.repeat, sizeof(runs[s][k][v][0]), cmp_run);
+                best[s][k][v] = runs[s][k][v][o.repeat / 2];
+            }
+        }
+    }
+    nwb_free(lat);
+
+    printf("### Server ingest\n\n");
+    printf("POST /v1/log, binary batches of ~80-byte messages, one request in flight per "
+           "keep-alive connection, %.1f s measured after %.1f s warm-up%s; each server started "
+           "fresh (--port 0, temp --out) per run.\n",
+           o.duration_s, o.warmup_s, o.repeat > 1 ? ", median of the runs" : "");
+    for (int s = 0; s < o.nsizes; s++) {
+        printf("Body %zu: %zu bytes, %u records.\n", o.sizes[s], bodies[s].len, bodies[s].records);
+    }
+    printf("\n| server | body | conns | req/s | body MB/s | records/s | p50 us | p99 us | "
+           "non-200 | lost | CPU server / loadgen / other | records on disk | vs null |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int s = 0; s < o.nsizes; s++) {
+        for (int k = 0; k < o.nconns; k++) {
+            for (int v = 0; v < SRV_COUNT; v++) {
+                print_row(srv_names[v], bodies[s].len, o.conns[k], &best[s][k][v],
+                          v == SRV_NWB ? &best[s][k][SRV_NULL] : NULL, bodies[s].records, o.verify);
+            }
+        }
+    }
+    printf("\n`CPU`: share of one core during the window, for the server process, the load "
+           "generator, and every other process on the machine (from /proc/stat); a large "
+           "`other` means the row is disturbed.\n");
+    printf("\n### Server ingest targets\n\n");
+    printf("| target | body | conns | nwb-logserver | null server | ratio | result |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    for (int s = 0; s < o.nsizes; s++) {
+        const double want = o.sizes[s] <= 16384 ? 0.70 : 0.80;
+
+        for (int k = 0; k < o.nconns; k++) {
+            const struct run_result *n = &best[s][k][SRV_NWB];
+            const struct run_result *z = &best[s][k][SRV_NULL];
+            const int measured = n->ok && z->ok && z->req_s > 0;
+            const double ratio = measured ? n->req_s / z->req_s : 0.0;
+            const long long want_lines = (long long)(n->total_ok * bodies[s].records);
+            const int clean = n->total_non200 == 0 && n->conn_errors == 0 && n->unanswered == 0 &&
+                              (!o.verify || n->lines == want_lines);
+            const int ok = measured && ratio >= want && clean;
+
+            if (!ok) {
+                fails++;
+            }
+            printf("| >= %.0f%% of null req/s, all 200, all on disk | %zu | %d | %.0f req/s | %.0f "
+                   "req/s | %.0f%% | %s |\n",
+                   100.0 * want, bodies[s].len, o.conns[k], n->req_s, z->req_s, 100.0 * ratio,
+                   ok ? "PASS" : (measured && ratio >= want ? "FAIL (errors)" : "FAIL"));
+        }
+    }
+    printf("\ningest targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
+    for (int s = 0; s < o.nsizes; s++) {
+        nwb_free(bodies[s].data);
+    }
+    return fails == 0 ? 0 : 1;
+}
