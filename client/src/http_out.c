@@ -64,6 +64,7 @@ struct http_out {
     struct nwb__http_tuning t;
     uint32_t batch_bytes;
     uint64_t interval_ns;
+    uint64_t last_ack_ns; /* monotonic time of the last 2xx; 0 = none yet */
 
     /* the batch being filled */
     struct nwb__batch *open;
@@ -187,6 +188,7 @@ static void slot_resolve(struct http_out *o, int delivered)
     }
     if (delivered) {
         stat_add(&o->st->batches_sent, 1);
+        o->last_ack_ns = nwb_time_mono_ns();
         if (o->slot.src != SRC_OLD) {
             stat_add(&o->st->records_written, b->records);
         }
@@ -222,6 +224,18 @@ static void slot_resolve(struct http_out *o, int delivered)
 static int spool_usable(const struct http_out *o, uint64_t now)
 {
     return o->spool != NULL && now >= o->spool_retry_at;
+}
+
+/*
+ * The server is taking batches right now (a connection is up). Then a full
+ * memory means delivery is merely behind: the output pushes back onto the
+ * rings (where the block/drop policy counts every record and notes the gap)
+ * instead of filling the spool, which is for a server that does not answer.
+ */
+static int delivering(const struct http_out *o)
+{
+    return o->state != CS_DOWN && o->state != CS_CONNECTING && o->last_ack_ns != 0 &&
+           nwb_time_mono_ns() - o->last_ack_ns < NWB_NET_DELIVERING_NS;
 }
 
 /*
@@ -289,10 +303,11 @@ static int spool_one(struct http_out *o, uint64_t now)
     return 0;
 }
 
-/* Keep memory within memory_bytes by moving the oldest batches to the spool. */
+/* Keep memory within memory_bytes by moving the oldest batches to the spool, while the server
+ * does not answer (when it does, append() pushes back instead). */
 static void spool_excess(struct http_out *o, uint64_t now)
 {
-    while (o->mem_bytes > o->s->memory_bytes && spool_usable(o, now)) {
+    while (o->mem_bytes > o->s->memory_bytes && !delivering(o) && spool_usable(o, now)) {
         if (spool_one(o, now) != 0) {
             break;
         }
@@ -375,9 +390,10 @@ static int out_append(struct nwb__out *base, const nwb_log_record_t *rec)
     if (open_has_records(o) && o->open->len + need > o->batch_bytes) {
         const uint64_t now = nwb_time_mono_ns();
 
-        /* Backpressure only when memory is full and the spool cannot take the overflow. */
+        /* Backpressure when memory is full and either the server is up (delivery is only
+         * behind) or the spool cannot take the overflow. */
         if (o->mem_count > 0 && o->mem_bytes + nwb__batch_cost(o->open) > o->s->memory_bytes &&
-            !spool_usable(o, now)) {
+            (delivering(o) || !spool_usable(o, now))) {
             return NWB_EFULL;
         }
         seal(o, now);

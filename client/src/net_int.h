@@ -22,6 +22,9 @@
 #define NWB_NET_BATCH_MAX (8u * 1024u * 1024u)
 /* Smallest batch_bytes honoured; smaller values are raised to it. */
 #define NWB_NET_BATCH_MIN 256u
+/* The server counts as taking batches while its last 2xx is at most this old: a full memory
+ * then pushes back onto the rings instead of filling the spool. */
+#define NWB_NET_DELIVERING_NS (1000u * 1000u * 1000u)
 /* The request head (request line and headers) never exceeds this. */
 #define NWB_NET_HEAD_MAX 1024u
 
