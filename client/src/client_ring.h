@@ -49,10 +49,14 @@ struct nwb__ring {
     atomic_uint_fast64_t accepted;          /* records taken (read by stats) */
     atomic_uint_fast64_t dropped;           /* records dropped (read by stats) */
 
-    /* Consumer side: written only by the worker. */
+    /* Consumer side: written only by the worker, read by a producer that needs room. Alone on
+     * its line: the worker's private cursors below change on every record, tail only every
+     * few records, so a producer spinning for room does not pull the line away each time. */
     _Alignas(64) atomic_uint_fast64_t tail;
-    uint64_t drain_head; /* worker-private: head seen at the start of this round */
-    uint64_t drain_tail; /* worker-private: next record to take */
+
+    /* Worker-private cursors. */
+    _Alignas(64) uint64_t drain_head; /* head seen at the start of this round */
+    uint64_t drain_tail;              /* next record to take */
 
     /* Fixed after creation, or rarely written. */
     _Alignas(64) uint8_t *buf;

@@ -175,6 +175,8 @@ static const struct nwb__rec *ring_peek(struct nwb__ring *r)
     return NULL;
 }
 
+#define TAIL_PUBLISH_EVERY 16u
+
 /*
  * One round: hand the records published so far to the output, merging the
  * rings by timestamp (each ring stays in its own order), at most
@@ -216,7 +218,11 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
             nwb_log_tail_append(&rec); /* the crash package's last lines */
         }
         best->drain_tail += bh->size;
-        atomic_store_explicit(&best->tail, best->drain_tail, memory_order_release);
+        /* Hand space back every TAIL_PUBLISH_EVERY records (and at the end of the round, below)
+         * rather than after each one: fewer stores to the line a waiting producer reads. */
+        if ((n + 1) % TAIL_PUBLISH_EVERY == 0) {
+            atomic_store_explicit(&best->tail, best->drain_tail, memory_order_release);
+        }
         moved = 1;
     }
     for (size_t i = 0; i < w->nrings; i++) { /* PAD records skipped by ring_peek */
