@@ -77,6 +77,44 @@ static const char *take_str(struct args *a, uint32_t *sflags)
     return str;
 }
 
+/* "%d" of @p v, exactly as snprintf would write it (truncated to @p room - 1 plus NUL). */
+static int emit_plain_int(char *dst, size_t room, int v)
+{
+    char tmp[12];
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    int n = 0, len;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10u);
+        u /= 10u;
+    } while (u != 0);
+    if (v < 0) {
+        tmp[n++] = '-';
+    }
+    len = n;
+    for (size_t i = 0; n > 0 && i + 1 < room; i++) {
+        dst[i] = tmp[--n];
+    }
+    if (room > 0) {
+        dst[(size_t)len < room ? (size_t)len : room - 1] = '\0';
+    }
+    return len;
+}
+
+/* "%s" of @p str, exactly as snprintf would write it. */
+static int emit_plain_str(char *dst, size_t room, const char *str)
+{
+    const size_t len = strlen(str);
+
+    if (room > 0) {
+        const size_t n = len < room - 1 ? len : room - 1;
+
+        memcpy(dst, str, n);
+        dst[n] = '\0';
+    }
+    return (int)len;
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 /* snprintf one conversion; @p spec is its NUL-terminated text from '%'. */
@@ -93,15 +131,24 @@ static int emit_conv(char *dst, size_t room, const char *spec, const struct nwb_
     const int pr = c->star_prec ? take_int(a) : 0;
     const uint8_t *s;
 
+    /* The plainest conversions, the most common in game logs, skip snprintf's parsing. */
+    const int plain = spec[2] == '\0' && !c->star_width && !c->star_prec;
+
     *sflags = 0;
     switch (c->kind) {
     case NWB__ARG_INT:
+        if (plain && (spec[1] == 'd' || spec[1] == 'i')) {
+            return emit_plain_int(dst, room, take_int(a));
+        }
         return EMIT(take_int(a));
     case NWB__ARG_STR:
     case NWB__ARG_STR_PSTAR:
     case NWB__ARG_STR_PLIT: {
         const char *str = take_str(a, sflags);
 
+        if (plain && spec[1] == 's') {
+            return emit_plain_str(dst, room, str);
+        }
         return EMIT(str);
     }
     case NWB__ARG_LDOUBLE: {
