@@ -460,7 +460,9 @@ static int marker_read(struct nwb__crash_ingest *ci, const char *id, struct nwb_
         return -1;
     }
     memset(job, 0, sizeof(*job));
-    snprintf(job->id, sizeof(job->id), "%s", id);
+    if (snprintf(job->id, sizeof(job->id), "%s", id) >= (int)sizeof(job->id)) {
+        return -1; /* not an id this store made */
+    }
     text_key(text, "ext", ext);
     text_key(text, "program", job->program);
     text_key(text, "run", job->run);

@@ -5,7 +5,8 @@
  * drives the request parser, enforces the per-connection bounds and timers,
  * routes complete requests and writes their answers. One request at a time:
  * bytes of a pipelined next request wait in a bounded stash. A connection
- * whose job is with the log worker stays allocated until the job returns.
+ * whose job is with the log worker (or whose work is on the thread pool)
+ * stays allocated until it returns. Each route has its own body limit.
  */
 #include <stdio.h>
 #include <string.h>
@@ -334,8 +335,8 @@ static int body_alloc(struct nwb__conn *c)
     const struct nwb__http_req *r = &c->req;
     size_t cap = r->chunked ? 64u * 1024u : (size_t)r->content_length;
 
-    if (cap > c->srv->max_body_bytes) {
-        cap = c->srv->max_body_bytes;
+    if (cap > c->body_max) {
+        cap = c->body_max;
     }
     c->body_len = 0;
     c->body_cap = 0;
@@ -354,7 +355,7 @@ static int body_alloc(struct nwb__conn *c)
 static int conn_body(void *ctx, const char *at, size_t len)
 {
     struct nwb__conn *c = ctx;
-    const size_t max = c->srv->max_body_bytes;
+    const size_t max = c->body_max;
 
     if (c->discard_body) {
         /* Skipped (the answer is already decided); bounded like a kept body. */
@@ -388,6 +389,14 @@ static int conn_body(void *ctx, const char *at, size_t len)
     return 0;
 }
 
+static const char *too_big_reason(const struct nwb__conn *c)
+{
+    if (c->route != NULL && c->route->too_big != NULL) {
+        return c->route->too_big;
+    }
+    return "request body exceeds --max-body-bytes";
+}
+
 static void early(struct nwb__conn *c, int status, const char *reason)
 {
     c->early_status = status;
@@ -401,6 +410,8 @@ static void conn_on_head(struct nwb__conn *c)
     int status;
 
     c->route = r->url_long ? NULL : nwb__router_match(r->url, r->url_len);
+    c->body_max = c->route != NULL && c->route->body_limit != NULL ? c->route->body_limit(srv)
+                                                                   : srv->max_body_bytes;
     c->early_status = 0;
     c->discard_body = 0;
     c->body_len = 0;
@@ -415,8 +426,8 @@ static void conn_on_head(struct nwb__conn *c)
     } else if (r->method == HTTP_POST && !r->has_length && !r->chunked) {
         conn_fail(c, 411, "POST needs Content-Length (or chunked Transfer-Encoding)");
         return;
-    } else if (r->has_length && r->content_length > srv->max_body_bytes) {
-        conn_fail(c, 413, "request body exceeds --max-body-bytes");
+    } else if (r->has_length && r->content_length > c->body_max) {
+        conn_fail(c, 413, too_big_reason(c));
         return;
     } else if (c->route->on_head != NULL && (status = c->route->on_head(c)) != 0) {
         early(c, status, c->early_reason);
@@ -431,7 +442,7 @@ static void conn_on_head(struct nwb__conn *c)
         return;
     }
     if (r->chunked || r->content_length > 0) {
-        const size_t want = r->chunked ? srv->max_body_bytes : (size_t)r->content_length;
+        const size_t want = r->chunked ? c->body_max : (size_t)r->content_length;
 
         if (!nwb__flow_reserve(srv, c, want)) {
             /* Server-side wait: the client's request timer does not run meanwhile. */
@@ -538,7 +549,9 @@ static size_t conn_process(struct nwb__conn *c, const char *data, size_t len, in
             break;
         }
         if (ev == NWB__HTTP_ERROR) {
-            conn_fail(c, c->req.status, c->req.reason);
+            conn_fail(c, c->req.status,
+                      c->req.status == 413 && c->state == NWB__CONN_BODY ? too_big_reason(c)
+                                                                         : c->req.reason);
             off = len;
             break;
         }
@@ -723,17 +736,32 @@ void nwb__conn_accept(struct nwb_server *srv)
     nwb__conn_update_reading(c);
 }
 
+/* A closed connection's job or work came back: free what it still holds. */
+static void conn_release_closed(struct nwb__conn *c)
+{
+    body_release(c);
+    if (c->handles_open == 0) {
+        conn_free(c);
+    }
+}
+
 void nwb__conn_job_finished(struct nwb__conn *c)
 {
     c->job_out = 0;
     if (c->state == NWB__CONN_CLOSED) {
-        body_release(c);
-        if (c->handles_open == 0) {
-            conn_free(c);
-        }
+        conn_release_closed(c);
         return;
     }
     c->route->job_done(c);
+}
+
+void nwb__conn_work_finished(struct nwb__conn *c, nwb__work_done_fn done)
+{
+    c->job_out = 0;
+    done(c);
+    if (c->state == NWB__CONN_CLOSED && !c->job_out) {
+        conn_release_closed(c);
+    }
 }
 
 void nwb__conn_shutdown(struct nwb__conn *c)

@@ -4,7 +4,8 @@
  * lenient flags) and adds the checks llhttp's loose build lets through: bare
  * LF line ends in the head, versions other than 1.x, several Content-Length
  * fields. Enforces the head bounds (bytes, field count) and keeps only the
- * header values the server uses, in fixed buffers. No sockets: tests feed it
+ * header values the server uses (run identity, Content-Type, Expect,
+ * Content-Encoding), in fixed buffers. No sockets: tests feed it
  * bytes directly.
  */
 #include <string.h>
@@ -21,6 +22,7 @@ enum {
     H_CTYPE,
     H_EXPECT,
     H_CLENGTH,
+    H_CENC,
 };
 
 static struct nwb__http_req *req_of(llhttp_t *p)
@@ -114,6 +116,8 @@ static int on_header_field_complete(llhttp_t *p)
         id = H_EXPECT;
     } else if (field_is(r, "content-length")) {
         id = H_CLENGTH;
+    } else if (field_is(r, "content-encoding")) {
+        id = H_CENC;
     }
     r->field_len = 0;
     if (id == H_CLENGTH) {
@@ -155,6 +159,12 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     case H_EXPECT:
         append(r->expect, sizeof(r->expect), &r->expect_len, at, n);
         break;
+    case H_CENC:
+        if (r->cenc_len + n > sizeof(r->cenc)) {
+            r->cenc_long = 1;
+        }
+        append(r->cenc, sizeof(r->cenc), &r->cenc_len, at, n);
+        break;
     default:
         break;
     }
@@ -191,6 +201,10 @@ static int on_header_value_complete(llhttp_t *p)
     case H_EXPECT:
         trim_right(r->expect, &r->expect_len);
         r->has_expect = 1;
+        break;
+    case H_CENC:
+        trim_right(r->cenc, &r->cenc_len);
+        r->has_cenc = 1;
         break;
     default:
         break;
@@ -434,4 +448,29 @@ int nwb__http_req_ctype_is(const struct nwb__http_req *r, const char *type)
         }
     }
     return 1;
+}
+
+int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq)
+{
+    uint64_t v = 0;
+
+    *has_seq = 0;
+    *seq = 0;
+    if (!r->has_seq) {
+        return 0;
+    }
+    if (r->seq_long || r->seq_len == 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < r->seq_len; i++) {
+        const unsigned d = (unsigned)(r->seq[i] - '0');
+
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return -1;
+        }
+        v = v * 10 + d;
+    }
+    *has_seq = 1;
+    *seq = v;
+    return 0;
 }

@@ -12,26 +12,6 @@
 #include "nwb/error.h"
 #include "server_int.h"
 
-/* Decimal u64, digits only. Returns 0 or -1. */
-static int parse_seq(const char *s, size_t len, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len == 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++) {
-        const unsigned d = (unsigned)(s[i] - '0');
-
-        if (d > 9 || v > (UINT64_MAX - d) / 10) {
-            return -1;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
-
 int nwb__log_on_head(struct nwb__conn *c)
 {
     const struct nwb__http_req *r = &c->req;
@@ -45,22 +25,27 @@ int nwb__log_on_head(struct nwb__conn *c)
         c->early_reason = "Content-Type must be " NWB_LOG_BATCH_CONTENT_TYPE " or text/plain";
         return 415;
     }
-    job->has_seq = 0;
-    job->seq = 0;
-    if (r->has_seq) {
-        if (r->seq_long || parse_seq(r->seq, r->seq_len, &job->seq) != 0) {
-            c->early_reason = "X-NWB-Seq must be a decimal number below 2^64";
-            return 400;
-        }
-        job->has_seq = 1;
+    if (nwb__http_req_seq(r, &job->has_seq, &job->seq) != 0) {
+        c->early_reason = "X-NWB-Seq must be a decimal number below 2^64";
+        return 400;
     }
     return 0;
+}
+
+void nwb__log_job_identity(struct nwb__conn *c)
+{
+    const struct nwb__http_req *r = &c->req;
+    struct nwb__log_job *job = &c->job;
+
+    job->program_len = nwb_safe_name(job->program, r->program, r->has_program ? r->program_len : 0,
+                                     NWB__FALLBACK_PROGRAM);
+    nwb_safe_name(job->run, r->run, r->has_run ? r->run_len : 0, c->srv->anon_run);
+    job->recv_time_ns = nwb_time_now_ns();
 }
 
 void nwb__log_handle(struct nwb__conn *c)
 {
     static const uint8_t empty[1];
-    const struct nwb__http_req *r = &c->req;
     struct nwb__log_job *job = &c->job;
 
     if (job->kind == NWB__JOB_BATCH) {
@@ -75,12 +60,9 @@ void nwb__log_handle(struct nwb__conn *c)
             return;
         }
     }
-    job->program_len = nwb_safe_name(job->program, r->program, r->has_program ? r->program_len : 0,
-                                     NWB__FALLBACK_PROGRAM);
-    nwb_safe_name(job->run, r->run, r->has_run ? r->run_len : 0, c->srv->anon_run);
+    nwb__log_job_identity(c);
     job->body = c->body != NULL ? c->body : empty;
     job->body_len = c->body_len;
-    job->recv_time_ns = nwb_time_now_ns();
     nwb__flow_submit(c->srv, c);
 }
 
@@ -95,6 +77,8 @@ void nwb__log_job_done(struct nwb__conn *c)
     case NWB__JOB_WRITTEN:
         m->records += job->records;
         m->drops += job->drops;
+        m->tokens_decoded += job->tok_decoded;
+        m->tokens_unknown += job->tok_unknown;
         m->bytes += job->body_len;
         m->batches++;
         nwb__conn_respond(c, 200, NULL, NULL, 0, 0, NULL);

@@ -2,10 +2,13 @@
 /*
  * log_worker.c - the log writer thread. The loop hands it jobs (a body moved,
  * not copied, with its run identity); it formats each job's records into one
- * big buffer and writes it to the run's log.txt (one write per job, or a few
- * for huge ones), then returns the job through a completion list and
- * uv_async_send (sends coalesce: the loop drains the whole list). It waits on
- * a condition variable when there is nothing to do: no polling.
+ * big buffer, decoding #tokens with its name table, and writes it to the
+ * run's log.txt (one write per job, or a few for huge ones), then returns the
+ * job through a completion list and uv_async_send (sends coalesce: the loop
+ * drains the whole list). Two more job kinds ride the same ordered queue:
+ * finding a run's directory (telemetry) and switching the name table
+ * (SIGHUP) between two batches. It waits on a condition variable when there
+ * is nothing to do: no polling.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +36,8 @@ struct nwb__log_worker {
     /* worker thread only (and the loop after the join) */
     struct nwb__run_store *store;
     char *buf;
+    char *scratch; /* NWB__DECODE_MSG_MAX: one decoded message */
+    struct nwb__names *names;
 };
 
 static void job_fail(struct nwb__log_job *job, int err)
@@ -52,10 +57,25 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
 
     job->records = 0;
     job->drops = 0;
+    job->tok_decoded = 0;
+    job->tok_unknown = 0;
     job->err = 0;
+    if (job->kind == NWB__JOB_NAMES) {
+        struct nwb__names *old = w->names;
+
+        w->names = job->names;
+        job->names = old;
+        job->status = NWB__JOB_WRITTEN;
+        return;
+    }
     err = nwb__run_store_get(w->store, job->program, job->run, job->recv_time_ns, &run);
     if (err) {
         job_fail(job, err);
+        return;
+    }
+    if (job->kind == NWB__JOB_RUN_DIR) {
+        snprintf(job->dir, sizeof(job->dir), "%s", nwb__run_dir_name(run));
+        job->status = NWB__JOB_WRITTEN;
         return;
     }
     if (nwb__run_seq_seen(run, job->has_seq, job->seq)) {
@@ -68,6 +88,8 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
         nwb__rec_iter_text(&it, job->body, job->body_len, job->recv_time_ns);
     }
     nwb__render_init(&rd, job->program, job->program_len);
+    nwb__render_set_names(&rd, w->names != NULL ? w->names->table : NULL, w->scratch);
+    nwb__render_set_body(&rd, job->body, job->body_len);
     nwb__run_batch_begin(run, job->has_seq, job->seq);
     while (!end) {
         err = nwb__render_fill(&rd, &it, w->buf, NWB__RENDER_BUF_SIZE, &len, &end);
@@ -91,6 +113,11 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
     job->status = NWB__JOB_WRITTEN;
     job->records = rd.records;
     job->drops = rd.drops;
+    job->tok_decoded = rd.decoded;
+    job->tok_unknown = rd.unknown;
+    if (rd.decoded != 0 || rd.unknown != 0) {
+        nwb__run_tokens_add(w->store, run, rd.decoded, rd.unknown);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -168,8 +195,8 @@ static void on_async_closed(uv_handle_t *h)
 }
 
 int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_open_runs,
-                           nwb__job_done_fn done, void *ctx, struct nwb__log_worker **out,
-                           char *errbuf, size_t errlen)
+                           struct nwb__names *names, nwb__job_done_fn done, void *ctx,
+                           struct nwb__log_worker **out, char *errbuf, size_t errlen)
 {
     struct nwb__log_worker *w;
     int err;
@@ -182,8 +209,10 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
     }
     w->done = done;
     w->ctx = ctx;
+    w->names = names;
     w->buf = nwb_malloc(NWB__RENDER_BUF_SIZE);
-    if (w->buf == NULL) {
+    w->scratch = nwb_malloc(NWB__DECODE_MSG_MAX);
+    if (w->buf == NULL || w->scratch == NULL) {
         snprintf(errbuf, errlen, "out of memory");
         err = -ENOMEM;
         goto fail_free;
@@ -214,6 +243,7 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
         /* The memory now goes in the async handle's close callback. */
         nwb__run_store_close(w->store);
         nwb_free(w->buf);
+        nwb_free(w->scratch);
         uv_close((uv_handle_t *)&w->async, on_async_closed);
         return err;
     }
@@ -229,6 +259,7 @@ fail_store:
     nwb__run_store_close(w->store);
 fail_buf:
     nwb_free(w->buf);
+    nwb_free(w->scratch);
 fail_free:
     nwb_free(w);
     return err;
@@ -278,5 +309,12 @@ void nwb__log_worker_stop(struct nwb__log_worker *w)
     w->store = NULL;
     nwb_free(w->buf);
     w->buf = NULL;
+    nwb_free(w->scratch);
+    w->scratch = NULL;
     uv_close((uv_handle_t *)&w->async, on_async_closed);
+}
+
+struct nwb__run_store *nwb__log_worker_store(struct nwb__log_worker *w)
+{
+    return w->store;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics.c - the server's counters (loop thread only, so plain integers)
- * and the two status endpoints: GET /metrics (Prometheus text format 0.0.4)
- * and GET /v1/health (JSON).
+ * and the two status endpoints: GET /metrics (Prometheus text format 0.0.4:
+ * the loop's counters, then on the thread pool the crash folders' counts,
+ * the telemetry ingest's atomics and the open runs' #token counts) and
+ * GET /v1/health (JSON).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/log_line.h"
+#include "crash_int.h"
 #include "server_int.h"
 
 /* The status codes the server answers with; the last slot counts any other. */
@@ -29,10 +32,42 @@ void nwb__metrics_count_status(struct nwb__metrics *m, int status)
     }
 }
 
+/* The /metrics text: grows as needed, up to a bound (a longer text is cut at a line). */
+#define TEXT_MAX (64u * 1024u * 1024u)
+
 struct text {
     char *buf;
     size_t len, cap;
+    int full; /* TEXT_MAX reached: nothing more is added */
 };
+
+static int text_reserve(struct text *t, size_t need)
+{
+    size_t cap = t->cap;
+    char *nb;
+
+    if (t->full || t->buf == NULL) {
+        return -1;
+    }
+    if (need <= t->cap - t->len) {
+        return 0;
+    }
+    while (cap - t->len < need) {
+        cap *= 2;
+    }
+    if (cap > TEXT_MAX) {
+        t->full = 1;
+        return -1;
+    }
+    nb = nwb_realloc(t->buf, cap);
+    if (nb == NULL) {
+        t->full = 1;
+        return -1;
+    }
+    t->buf = nb;
+    t->cap = cap;
+    return 0;
+}
 
 static void put(struct text *t, const char *fmt, ...) NWB_PRINTF_LIKE(2, 3);
 
@@ -41,18 +76,27 @@ static void put(struct text *t, const char *fmt, ...)
     va_list ap;
     int n;
 
-    if (t->buf == NULL || t->len >= t->cap) {
+    if (text_reserve(t, 1) != 0) {
         return;
     }
     va_start(ap, fmt);
     n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
     va_end(ap);
-    if (n > 0) {
-        t->len += (size_t)n;
-        if (t->len > t->cap) {
-            t->len = t->cap; /* truncated; cap is sized so this does not happen */
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n >= t->cap - t->len) {
+        if (text_reserve(t, (size_t)n + 1) != 0) {
+            return;
+        }
+        va_start(ap, fmt);
+        n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t)n >= t->cap - t->len) {
+            return;
         }
     }
+    t->len += (size_t)n;
 }
 
 static void metric(struct text *t, const char *name, const char *type, const char *help,
@@ -67,60 +111,139 @@ static uint64_t uptime_s(const struct nwb_server *srv)
     return (nwb_time_mono_ns() - srv->start_mono_ns) / 1000000000u;
 }
 
+/* The part only the loop thread may read (its plain counters). */
+static void loop_part(struct nwb_server *srv, struct text *t)
+{
+    const struct nwb__metrics *m = &srv->metrics;
+
+    metric(t, "nwb_records_total", "counter", "Log records written to run logs.", m->records);
+    metric(t, "nwb_bytes_total", "counter", "Body bytes of the log batches written.", m->bytes);
+    metric(t, "nwb_batches_total", "counter", "Log batches (POST /v1/log bodies) written.",
+           m->batches);
+    metric(t, "nwb_duplicate_batches_total", "counter",
+           "Batches answered 200 without writing: their X-NWB-Seq was already written.",
+           m->duplicates);
+    put(t, "# HELP nwb_requests_total Requests answered, by status code.\n"
+           "# TYPE nwb_requests_total counter\n");
+    for (size_t i = 0; i < NWB__STATUS_SLOTS; i++) {
+        if (status_codes[i] != 0) {
+            put(t, "nwb_requests_total{code=\"%d\"} %llu\n", status_codes[i],
+                (unsigned long long)m->requests[i]);
+        } else {
+            put(t, "nwb_requests_total{code=\"other\"} %llu\n", (unsigned long long)m->requests[i]);
+        }
+    }
+    metric(t, "nwb_errors_total", "counter", "Requests answered with a status >= 400.", m->errors);
+    metric(t, "nwb_write_errors_total", "counter",
+           "Batches that could not be written (answered 503).", m->write_errors);
+    metric(t, "nwb_drops_total", "counter",
+           "Client-reported drops: records written with the DROPNOTE flag.", m->drops);
+    metric(t, "nwb_connections_open", "gauge", "Open client connections.", srv->conn_count);
+    metric(t, "nwb_connections_total", "counter", "Connections accepted.", m->connections_total);
+    metric(t, "nwb_connections_rejected_total", "counter",
+           "Connections refused over --max-connections.", m->connections_rejected);
+    metric(t, "nwb_request_timeouts_total", "counter", "Requests answered 408.", m->timeouts);
+    metric(t, "nwb_read_pauses_total", "counter",
+           "Times the log queue filled and every connection stopped reading.", m->read_pauses);
+    metric(t, "nwb_budget_waits_total", "counter",
+           "Requests that waited for room under --max-buffered-bytes.", m->budget_waits);
+    metric(t, "nwb_queue_jobs", "gauge", "Log jobs queued or being written.",
+           nwb__log_worker_outstanding(srv->worker));
+    metric(t, "nwb_buffered_bytes", "gauge", "Request body bytes reserved in memory.",
+           srv->budget_used);
+    metric(t, "nwb_namesym_names", "gauge", "Names in the current name-symbol table.",
+           srv->names != NULL ? srv->names->count : 0);
+    metric(t, "nwb_namesym_sidecars", "gauge", "Sidecars the current name-symbol table came from.",
+           srv->names != NULL ? srv->names->files : 0);
+    metric(t, "nwb_namesym_reloads_total", "counter",
+           "Name-symbol tables switched to after SIGHUP.", m->namesym_reloads);
+    metric(t, "nwb_namesym_reload_failures_total", "counter",
+           "SIGHUP reloads that failed (the previous table stayed).", m->namesym_reload_failures);
+    put(t,
+        "# HELP nwb_namesym_tokens_total #tokens in written log records, by result, since "
+        "start.\n"
+        "# TYPE nwb_namesym_tokens_total counter\n"
+        "nwb_namesym_tokens_total{result=\"decoded\"} %llu\n"
+        "nwb_namesym_tokens_total{result=\"unknown\"} %llu\n",
+        (unsigned long long)m->tokens_decoded, (unsigned long long)m->tokens_unknown);
+}
+
+static void run_tokens(void *ctx, const char *program, const char *run, uint64_t decoded,
+                       uint64_t unknown)
+{
+    /* program and run are safe names ([A-Za-z0-9_.-]): nothing to escape in a label. */
+    put(ctx,
+        "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"decoded\"} %llu\n"
+        "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"unknown\"} %llu\n",
+        program, run, (unsigned long long)decoded, program, run, (unsigned long long)unknown);
+}
+
+/* The part that scans folders or takes other threads' locks: on the thread pool. */
+static void pool_part(struct nwb__conn *c)
+{
+    struct nwb_server *srv = c->srv;
+    struct text *t = c->work.ctx;
+
+    if (srv->crash != NULL) {
+        for (int tries = 0; tries < 2 && text_reserve(t, 1) == 0; tries++) {
+            const size_t room = t->cap - t->len;
+            const size_t need = nwb__crash_ingest_metrics_write(srv->crash, t->buf + t->len, room);
+
+            if (need < room) {
+                t->len += need;
+                break;
+            }
+            t->buf[t->len] = '\0';
+            (void)text_reserve(t, need + 1);
+        }
+    }
+    if (text_reserve(t, 4096) == 0) {
+        t->len +=
+            nwb__tel_ingest_metrics_format(&srv->tel_metrics, t->buf + t->len, t->cap - t->len);
+    }
+    put(t, "# HELP nwb_namesym_run_tokens_total #tokens in the log records of each open run "
+           "(--max-open-runs), by result.\n"
+           "# TYPE nwb_namesym_run_tokens_total counter\n");
+    nwb__run_store_tokens_each(nwb__log_worker_store(srv->worker), run_tokens, t);
+    metric(t, "nwb_uptime_seconds", "gauge", "Seconds since the server started.", uptime_s(srv));
+}
+
+static void metrics_done(struct nwb__conn *c)
+{
+    struct text *t = c->work.ctx;
+
+    c->work.ctx = NULL;
+    if (c->state != NWB__CONN_CLOSED) {
+        nwb__conn_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", t->buf, t->len, 1,
+                          NULL);
+        t->buf = NULL;
+    }
+    nwb_free(t->buf);
+    nwb_free(t);
+}
+
 void nwb__metrics_handle(struct nwb__conn *c)
 {
     struct nwb_server *srv = c->srv;
-    const struct nwb__metrics *m = &srv->metrics;
-    struct text t = {nwb_malloc(8192), 0, 8192};
-    static const char *const categories[] = {"packages", "raw", "invalid"};
+    struct text *t = nwb_calloc(1, sizeof(*t));
 
-    if (t.buf == NULL) {
+    if (t != NULL) {
+        t->cap = 16384;
+        t->buf = nwb_malloc(t->cap);
+    }
+    if (t == NULL || t->buf == NULL) {
+        nwb_free(t);
         nwb__conn_respond_error(c, 503, "out of memory");
         return;
     }
-    metric(&t, "nwb_records_total", "counter", "Log records written to run logs.", m->records);
-    metric(&t, "nwb_bytes_total", "counter", "Body bytes of the log batches written.", m->bytes);
-    metric(&t, "nwb_batches_total", "counter", "Log batches (POST /v1/log bodies) written.",
-           m->batches);
-    metric(&t, "nwb_duplicate_batches_total", "counter",
-           "Batches answered 200 without writing: their X-NWB-Seq was already written.",
-           m->duplicates);
-    put(&t, "# HELP nwb_requests_total Requests answered, by status code.\n"
-            "# TYPE nwb_requests_total counter\n");
-    for (size_t i = 0; i < NWB__STATUS_SLOTS; i++) {
-        if (status_codes[i] != 0) {
-            put(&t, "nwb_requests_total{code=\"%d\"} %llu\n", status_codes[i],
-                (unsigned long long)m->requests[i]);
-        } else {
-            put(&t, "nwb_requests_total{code=\"other\"} %llu\n",
-                (unsigned long long)m->requests[i]);
-        }
+    loop_part(srv, t);
+    c->work.ctx = t;
+    if (nwb__offload(c, pool_part, metrics_done) != 0) {
+        c->work.ctx = NULL;
+        nwb_free(t->buf);
+        nwb_free(t);
+        nwb__conn_respond_error(c, 500, "cannot queue the metrics");
     }
-    metric(&t, "nwb_errors_total", "counter", "Requests answered with a status >= 400.", m->errors);
-    metric(&t, "nwb_write_errors_total", "counter",
-           "Batches that could not be written (answered 503).", m->write_errors);
-    metric(&t, "nwb_drops_total", "counter",
-           "Client-reported drops: records written with the DROPNOTE flag.", m->drops);
-    metric(&t, "nwb_connections_open", "gauge", "Open client connections.", srv->conn_count);
-    metric(&t, "nwb_connections_total", "counter", "Connections accepted.", m->connections_total);
-    metric(&t, "nwb_connections_rejected_total", "counter",
-           "Connections refused over --max-connections.", m->connections_rejected);
-    metric(&t, "nwb_request_timeouts_total", "counter", "Requests answered 408.", m->timeouts);
-    metric(&t, "nwb_read_pauses_total", "counter",
-           "Times the log queue filled and every connection stopped reading.", m->read_pauses);
-    metric(&t, "nwb_budget_waits_total", "counter",
-           "Requests that waited for room under --max-buffered-bytes.", m->budget_waits);
-    metric(&t, "nwb_queue_jobs", "gauge", "Log jobs queued or being written.",
-           nwb__log_worker_outstanding(srv->worker));
-    metric(&t, "nwb_buffered_bytes", "gauge", "Request body bytes reserved in memory.",
-           srv->budget_used);
-    put(&t, "# HELP nwb_crashes Crash archives stored, by category.\n"
-            "# TYPE nwb_crashes gauge\n");
-    for (size_t i = 0; i < NWB_ARRAY_SIZE(categories); i++) {
-        put(&t, "nwb_crashes{category=\"%s\"} 0\n", categories[i]);
-    }
-    metric(&t, "nwb_uptime_seconds", "gauge", "Seconds since the server started.", uptime_s(srv));
-    nwb__conn_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", t.buf, t.len, 1, NULL);
 }
 
 void nwb__health_handle(struct nwb__conn *c)

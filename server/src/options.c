@@ -28,6 +28,14 @@ static const struct opt opts[] = {
     {"--crash-retain-packages", OPT_UINT, CFG(crash_retain_packages), 0, 1000000},
     {"--crash-retain-raw", OPT_UINT, CFG(crash_retain_raw), 0, 1000000},
     {"--crash-retain-invalid", OPT_UINT, CFG(crash_retain_invalid), 0, 1000000},
+    {"--crash-max-archive-bytes", OPT_SIZE, CFG(crash_max_archive_bytes), 1, 1073741824},
+    {"--crash-max-entries", OPT_UINT, CFG(crash_max_entries), 1, 1000000},
+    {"--crash-max-path-bytes", OPT_UINT, CFG(crash_max_path_bytes), 1, 4096},
+    {"--crash-max-path-depth", OPT_UINT, CFG(crash_max_path_depth), 1, 64},
+    {"--crash-max-entry-bytes", OPT_SIZE, CFG(crash_max_entry_bytes), 1, 1ull << 40},
+    {"--crash-max-total-bytes", OPT_SIZE, CFG(crash_max_total_bytes), 1, 1ull << 40},
+    {"--crash-max-ratio", OPT_UINT, CFG(crash_max_ratio), 1, 1000000},
+    {"--crash-max-queue", OPT_UINT, CFG(crash_max_queue), 1, 65536},
     {"--max-header-bytes", OPT_SIZE, CFG(max_header_bytes), 256, 1048576},
     {"--max-headers", OPT_UINT, CFG(max_headers), 1, 1024},
     {"--max-body-bytes", OPT_SIZE, CFG(max_body_bytes), 1, 1073741824},
@@ -43,17 +51,28 @@ const char *nwb_server_usage(void)
 {
     return "usage: nwb-logserver [options]\n"
            "\n"
-           "Receives log batches over HTTP (POST /v1/log) and writes one log per run under\n"
-           "OUT/runs/<program>_<YYYYmmdd-HHMMSS>_<run>/log.txt. docs/operations.md has details.\n"
+           "Receives log batches (POST /v1/log), telemetry (POST /v1/telemetry) and crash\n"
+           "archives (POST /v1/crash) over HTTP; writes one log per run under\n"
+           "OUT/runs/<program>_<YYYYmmdd-HHMMSS>_<run>/log.txt, #tokens decoded with the\n"
+           ".namesym sidecars (SIGHUP reloads them). docs/operations.md has details.\n"
            "\n"
            "  --bind ADDR                  listen address, IPv4 or IPv6 literal (127.0.0.1)\n"
            "  --port N                     listen port; 0 picks a free one (7650)\n"
            "  --out DIR                    output root (./nwb-logs)\n"
            "  --namesym-dir DIR            load .namesym sidecars from DIR; repeatable, at most\n"
-           "                               16 (default: the executable's own folder)\n"
+           "                               16; replaces the default (the executable's folder)\n"
            "  --crash-retain-packages N    extracted crash packages kept; 0 = all (256)\n"
            "  --crash-retain-raw N         raw crash archives kept; 0 = all (256)\n"
            "  --crash-retain-invalid N     invalid crash archives kept; 0 = all (64)\n"
+           "  --crash-max-archive-bytes N  POST /v1/crash body, bytes; beyond: 413 (67108864)\n"
+           "  --crash-max-entries N        entries in one archive (4096)\n"
+           "  --crash-max-path-bytes N     bytes of one entry's path (256)\n"
+           "  --crash-max-path-depth N     folders in one entry's path, 1..64 (8)\n"
+           "  --crash-max-entry-bytes N    bytes extracted for one file (67108864)\n"
+           "  --crash-max-total-bytes N    bytes extracted for one package (268435456)\n"
+           "  --crash-max-ratio N          extracted / archive bytes (200)\n"
+           "  --crash-max-queue N          archives stored, not yet extracted; beyond: 503\n"
+           "                               (256)\n"
            "  --max-header-bytes N         request line + headers, bytes; beyond: 431 (16384)\n"
            "  --max-headers N              header fields per request; beyond: 431 (64)\n"
            "  --max-body-bytes N           request body, bytes; beyond: 413 (16777216)\n"

@@ -4,12 +4,14 @@
  * runs/<program>_<YYYYmmdd-HHMMSS>_<run>, keeping a bounded LRU of open
  * runs, and the durable state file (.nwb-state) that makes duplicate
  * suppression and "nothing partial in log.txt" survive a SIGKILL. Used only
- * by the log worker thread. docs/protocol.md describes the scheme.
+ * by the log worker thread, except the open runs' #token counts, which
+ * /metrics reads under a small lock. docs/protocol.md describes the scheme.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,7 +39,7 @@
 #define STATE_FINAL       0x8u /* ... and this piece was its last */
 #define STATE_FILE        ".nwb-state"
 #define LOG_FILE          "log.txt"
-#define DIR_NAME_MAX      (NWB_SAFE_NAME_MAX + 1 + 15 + 1 + NWB_SAFE_NAME_MAX + 8)
+#define DIR_NAME_MAX      NWB__RUN_DIR_MAX
 
 struct nwb__run {
     struct nwb__run *hnext;
@@ -57,6 +59,9 @@ struct nwb__run {
     uint64_t b_start;
     int broken;       /* a failed write could not be undone: reopen (and recover) before reuse */
     int reported_err; /* write error already on the console; 0 while writes work */
+    /* #tokens in the records written while the run was open (guarded by stats_mu) */
+    uint64_t tok_decoded;
+    uint64_t tok_unknown;
 };
 
 struct nwb__run_store {
@@ -67,6 +72,8 @@ struct nwb__run_store {
     struct nwb__run **buckets;
     struct nwb__run lru; /* sentinel: lru.lru_next is the most recent */
     int open_err_reported;
+    /* Guards the LRU list and the runs' token counts, so other threads can walk them. */
+    pthread_mutex_t stats_mu;
 };
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
@@ -159,9 +166,16 @@ int nwb__run_store_open(const char *out_dir, unsigned max_open_runs, struct nwb_
                  nwb_strerror_r(err, ebuf, sizeof(ebuf)));
         goto fail_buckets;
     }
+    err = -pthread_mutex_init(&s->stats_mu, NULL);
+    if (err) {
+        snprintf(errbuf, errlen, "pthread_mutex_init failed");
+        goto fail_fd;
+    }
     *out = s;
     return 0;
 
+fail_fd:
+    close(s->runs_fd);
 fail_buckets:
     nwb_free(s->buckets);
 fail_free:
@@ -203,8 +217,10 @@ static void run_evict(struct nwb__run_store *s, struct nwb__run *r)
         pp = &(*pp)->hnext;
     }
     *pp = r->hnext;
+    pthread_mutex_lock(&s->stats_mu);
     lru_unlink(r);
     s->count--;
+    pthread_mutex_unlock(&s->stats_mu);
     run_free(r);
 }
 
@@ -217,6 +233,7 @@ void nwb__run_store_close(struct nwb__run_store *s)
         run_evict(s, s->lru.lru_next);
     }
     close(s->runs_fd);
+    pthread_mutex_destroy(&s->stats_mu);
     nwb_free(s->buckets);
     nwb_free(s);
 }
@@ -433,8 +450,12 @@ int nwb__run_store_get(struct nwb__run_store *s, const char *program, const char
         r = NULL;
     }
     if (r != NULL) {
-        lru_unlink(r);
-        lru_push_front(s, r);
+        if (s->lru.lru_next != r) {
+            pthread_mutex_lock(&s->stats_mu);
+            lru_unlink(r);
+            lru_push_front(s, r);
+            pthread_mutex_unlock(&s->stats_mu);
+        }
         *out = r;
         return 0;
     }
@@ -459,8 +480,10 @@ int nwb__run_store_get(struct nwb__run_store *s, const char *program, const char
     r->hash = h;
     r->hnext = *bucket;
     *bucket = r;
+    pthread_mutex_lock(&s->stats_mu);
     lru_push_front(s, r);
     s->count++;
+    pthread_mutex_unlock(&s->stats_mu);
     *out = r;
     return 0;
 }
@@ -575,4 +598,22 @@ uint64_t nwb__run_last_seq(const struct nwb__run *r, int *has)
 {
     *has = r->has_last;
     return r->last_seq;
+}
+
+void nwb__run_tokens_add(struct nwb__run_store *s, struct nwb__run *r, uint64_t decoded,
+                         uint64_t unknown)
+{
+    pthread_mutex_lock(&s->stats_mu);
+    r->tok_decoded += decoded;
+    r->tok_unknown += unknown;
+    pthread_mutex_unlock(&s->stats_mu);
+}
+
+void nwb__run_store_tokens_each(struct nwb__run_store *s, nwb__run_tokens_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->stats_mu);
+    for (const struct nwb__run *r = s->lru.lru_next; r != &s->lru; r = r->lru_next) {
+        fn(ctx, r->program, r->run, r->tok_decoded, r->tok_unknown);
+    }
+    pthread_mutex_unlock(&s->stats_mu);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.c - the server's lifecycle: settings check, the listener, signals,
- * the log worker's start, and the graceful stop (stop accepting, answer what
- * is complete, then the crash worker - a later issue - then drain and join
- * the log worker, close every handle).
+ * server.c - the server's lifecycle: settings check, loading the name
+ * symbols, the log worker, the listener, the crash ingest, signals (SIGHUP
+ * reloads the name symbols), and the graceful stop (stop accepting, answer
+ * what is complete, stop the crash worker, then drain and join the log
+ * worker, close every handle).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "crash_int.h"
 #include "server_int.h"
 
 static void on_handle_closed(uv_handle_t *h)
@@ -40,14 +42,17 @@ static void srv_free(struct nwb_server *srv)
     nwb_free(srv);
 }
 
-/* The log worker returned a job. */
+/* The log worker returned a job: a connection's, or the name-table switch. */
 static void on_job_done(void *ctx, struct nwb__log_job *job)
 {
     struct nwb_server *srv = ctx;
-    struct nwb__conn *c = NWB_CONTAINER_OF(job, struct nwb__conn, job);
 
     nwb__flow_job_returned(srv);
-    nwb__conn_job_finished(c);
+    if (job == &srv->reload.job) {
+        nwb__names_reload_switched(srv, job);
+    } else {
+        nwb__conn_job_finished(NWB_CONTAINER_OF(job, struct nwb__conn, job));
+    }
     nwb__server_maybe_finish(srv);
 }
 
@@ -72,6 +77,10 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct nwb_server *srv = h->data;
 
+    if (signum == SIGHUP) {
+        nwb__names_reload_start(srv);
+        return;
+    }
     if (srv->stopping) {
         nwb__console("signal %d: already stopping, finishing in-flight requests", signum);
         return;
@@ -98,7 +107,8 @@ static int check_config(const nwb_server_config_t *cfg, char *errbuf, size_t err
         cfg->request_timeout_ms == 0 || cfg->idle_timeout_ms == 0 || cfg->max_connections == 0 ||
         cfg->queue_max_jobs == 0 || cfg->max_open_runs == 0 ||
         cfg->max_body_bytes > cfg->max_buffered_bytes || cfg->max_body_bytes > (1u << 30) ||
-        cfg->namesym_dir_count > NWB_SERVER_NAMESYM_DIRS_MAX) {
+        cfg->namesym_dir_count > NWB_SERVER_NAMESYM_DIRS_MAX || cfg->crash_max_archive_bytes == 0 ||
+        cfg->crash_max_archive_bytes > (1u << 30)) {
         snprintf(errbuf, errlen, "a bound is zero or out of range");
         return NWB_ECONFIG;
     }
@@ -122,6 +132,7 @@ static int copy_config(struct nwb_server *srv, const nwb_server_config_t *cfg)
         }
         srv->cfg.namesym_dirs[i] = srv->namesym_dirs[i];
     }
+    srv->namesym_dir_count = cfg->namesym_dir_count;
     srv->http_limits.max_header_bytes = cfg->max_header_bytes;
     srv->http_limits.max_headers = cfg->max_headers;
     srv->max_body_bytes = cfg->max_body_bytes;
@@ -175,10 +186,10 @@ static int listen_on(struct nwb_server *srv, char *errbuf, size_t errlen)
 
 static int start_signals(struct nwb_server *srv, char *errbuf, size_t errlen)
 {
-    uv_signal_t *hs[2] = {&srv->sigint, &srv->sigterm};
-    const int nums[2] = {SIGINT, SIGTERM};
+    uv_signal_t *hs[3] = {&srv->sigint, &srv->sigterm, &srv->sighup};
+    const int nums[3] = {SIGINT, SIGTERM, SIGHUP};
 
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         int err = uv_signal_init(srv->loop, hs[i]);
 
         if (err) {
@@ -202,6 +213,73 @@ static void close_own_handles(struct nwb_server *srv)
     close_handle(srv, (uv_handle_t *)&srv->stop_async);
     close_handle(srv, (uv_handle_t *)&srv->sigint);
     close_handle(srv, (uv_handle_t *)&srv->sigterm);
+    close_handle(srv, (uv_handle_t *)&srv->sighup);
+}
+
+/*
+ * The folders sidecars come from: the --namesym-dir ones, or (none given) the
+ * executable's own folder. Then the first load; a --namesym-dir that cannot
+ * be read fails the start.
+ */
+static int names_start(struct nwb_server *srv, char *errbuf, size_t errlen)
+{
+    const int explicit_dirs = srv->namesym_dir_count > 0;
+
+    if (!explicit_dirs) {
+        char dir[4096];
+        char ebuf[96];
+        const int err = nwb__names_exe_dir(dir, sizeof(dir));
+
+        if (err == 0) {
+            srv->namesym_dirs[0] = nwb_strdup(dir);
+            if (srv->namesym_dirs[0] == NULL) {
+                snprintf(errbuf, errlen, "out of memory");
+                return -ENOMEM;
+            }
+            srv->namesym_dir_count = 1;
+        } else {
+            nwb__console("warning: namesym: cannot find the executable's folder: %s; no "
+                         "sidecars are loaded",
+                         nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+        }
+    }
+    return nwb__names_load(srv->namesym_dirs, srv->namesym_dir_count, explicit_dirs, &srv->names,
+                           errbuf, errlen);
+}
+
+static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
+{
+    const nwb_server_config_t *cfg = &srv->cfg;
+    struct nwb_crash_caps caps = NWB_CRASH_CAPS_INIT;
+    char ebuf[96];
+    int err;
+
+    caps.max_archive_bytes = cfg->crash_max_archive_bytes;
+    caps.max_entries = cfg->crash_max_entries;
+    caps.max_path_bytes = cfg->crash_max_path_bytes;
+    caps.max_path_depth = cfg->crash_max_path_depth;
+    caps.max_entry_bytes = cfg->crash_max_entry_bytes;
+    caps.max_total_bytes = cfg->crash_max_total_bytes;
+    caps.max_ratio = cfg->crash_max_ratio;
+    caps.max_queue = cfg->crash_max_queue;
+    caps.retain_packages = cfg->crash_retain_packages;
+    caps.retain_raw = cfg->crash_retain_raw;
+    caps.retain_invalid = cfg->crash_retain_invalid;
+    err = nwb__crash_ingest_create(srv->out_dir, &caps, &srv->crash);
+    if (err) {
+        snprintf(errbuf, errlen, "cannot start the crash ingest under %s/crashes: %s", srv->out_dir,
+                 nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+    }
+    return err;
+}
+
+/* After the log worker is joined: the tables it and the loop held. */
+static void names_release(struct nwb_server *srv)
+{
+    nwb__names_unref(srv->worker_names);
+    srv->worker_names = NULL;
+    nwb__names_unref(srv->names);
+    srv->names = NULL;
 }
 
 /* Failed create: close what was opened; the memory goes once the handles closed. */
@@ -216,18 +294,22 @@ static void on_failed_closed(uv_handle_t *h)
 
 static void fail_cleanup(struct nwb_server *srv)
 {
-    uv_handle_t *hs[4] = {(uv_handle_t *)&srv->listener, (uv_handle_t *)&srv->stop_async,
-                          (uv_handle_t *)&srv->sigint, (uv_handle_t *)&srv->sigterm};
+    uv_handle_t *hs[5] = {(uv_handle_t *)&srv->listener, (uv_handle_t *)&srv->stop_async,
+                          (uv_handle_t *)&srv->sigint, (uv_handle_t *)&srv->sigterm,
+                          (uv_handle_t *)&srv->sighup};
 
+    nwb__crash_ingest_stop(srv->crash);
+    srv->crash = NULL;
     if (srv->worker != NULL) {
         nwb__log_worker_stop(srv->worker);
         srv->worker = NULL;
     }
+    names_release(srv);
     if (srv->handles_open == 0) {
         srv_free(srv);
         return;
     }
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (hs[i]->data == srv && !uv_is_closing(hs[i])) {
             uv_close(hs[i], on_failed_closed);
         }
@@ -253,6 +335,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     }
     srv->loop = loop;
     srv->start_mono_ns = nwb_time_mono_ns();
+    nwb__tel_ingest_metrics_init(&srv->tel_metrics);
     nwb_run_id_generate(hex);
     snprintf(srv->anon_run, sizeof(srv->anon_run), "anon-%s", hex);
     err = copy_config(srv, cfg);
@@ -264,12 +347,24 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
-    err = nwb__log_worker_create(loop, srv->out_dir, cfg->max_open_runs, on_job_done, srv,
-                                 &srv->worker, errbuf, errlen);
+    err = names_start(srv, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    srv->worker_names = srv->names;
+    nwb__names_ref(srv->worker_names);
+    err = nwb__log_worker_create(loop, srv->out_dir, cfg->max_open_runs, srv->worker_names,
+                                 on_job_done, srv, &srv->worker, errbuf, errlen);
     if (err) {
         goto fail;
     }
     err = listen_on(srv, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    /* After listening: a second server started on the same --out by mistake fails above,
+     * before the crash ingest's start-up cleanup could touch the first one's folders. */
+    err = crash_start(srv, errbuf, errlen);
     if (err) {
         goto fail;
     }
@@ -325,15 +420,24 @@ void nwb_server_shutdown(nwb_server_t *srv)
 
 void nwb__server_maybe_finish(struct nwb_server *srv)
 {
+    /* Connections with offloaded work are still counted; a reload holds the worker too. */
     if (!srv->stopping || srv->worker_stopped || srv->conn_count > 0 ||
-        nwb__log_worker_outstanding(srv->worker) > 0) {
+        nwb__log_worker_outstanding(srv->worker) > 0 || srv->reload.state != 0) {
         return;
     }
     srv->worker_stopped = 1;
-    /* Hook (a later issue): stop the crash worker here, before the log worker. */
+    /* The crash worker first (DESIGN.md), then the log worker drains and joins. */
+    nwb__crash_ingest_stop(srv->crash);
+    srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);
     srv->worker = NULL;
+    names_release(srv);
     close_own_handles(srv);
+}
+
+void nwb_server_namesym_reload(nwb_server_t *srv)
+{
+    nwb__names_reload_start(srv);
 }
 
 void nwb_server_request_stop(nwb_server_t *srv)

@@ -2,11 +2,14 @@
 /*
  * server_int.h - private declarations shared by the server's files: the
  * server and connection structs, the request parser, routes, flow control,
- * the log worker, the run store, record rendering, metrics and the console.
+ * the log worker, the run store, record rendering, name symbols, thread-pool
+ * offloading, the crash and telemetry endpoints, metrics and the console.
  *
- * Threads: everything runs on the loop thread except the log worker's
- * thread, which alone touches the run store and the renderer. They meet only
- * in log_worker.c, through a mutex-protected job queue and completion list.
+ * Threads: everything runs on the loop thread except the log worker's thread
+ * (the run store and the renderer: it meets the loop only in log_worker.c,
+ * through a mutex-protected job queue and completion list), the libuv thread
+ * pool (offload.c: a connection's blocking work, sidecar loading) and the
+ * crash worker (crash_int.h).
  */
 #ifndef NWB_SERVER_INT_H
 #define NWB_SERVER_INT_H
@@ -20,8 +23,14 @@
 #include "nwb/common.h"
 #include "nwb/log_batch.h"
 #include "nwb/log_line.h"
+#include "nwb/namesym.h"
 #include "nwb/safe_name.h"
 #include "nwb/server.h"
+
+#include "telemetry_int.h"
+
+struct nwb__names;
+struct nwb__crash_ingest;
 
 /* ---- fixed internal bounds (docs/operations.md, "Bounds") ---- */
 #define NWB__READ_BUF_SIZE    (64u * 1024u) /* one socket read; also the pipelined-bytes stash cap */
@@ -29,6 +38,17 @@
 #define NWB__LINGER_MS        2000u         /* wait for the peer's FIN after a closing response */
 #define NWB__RENDER_BUF_SIZE  (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
 #define NWB__FALLBACK_PROGRAM "unknown"
+/* runs/<program>_<YYYYmmdd-HHMMSS>_<run>: a run directory's name */
+#define NWB__RUN_DIR_MAX (NWB_SAFE_NAME_MAX + 1 + 15 + 1 + NWB_SAFE_NAME_MAX + 8)
+/* A message with its #tokens decoded; tokens that would pass it stay as they are. */
+#define NWB__DECODE_MSG_MAX (4u * NWB_LOG_RECORD_MSG_MAX)
+/* Name-symbol loading (startup and SIGHUP), per load. */
+#define NWB__NAMESYM_FILES_MAX        1024u                /* sidecars; more are skipped */
+#define NWB__NAMESYM_NAMES_MAX        (4u * 1024u * 1024u) /* a sidecar that would pass it: skipped */
+#define NWB__NAMESYM_FILE_BYTES_MAX   (256u * 1024u * 1024u) /* a larger file is skipped */
+#define NWB__NAMESYM_COLLISIONS_SHOWN 32u                    /* then only counted */
+/* POST /v1/telemetry body: the ingest's decompressed cap bounds raw bodies too. */
+#define NWB__TEL_BODY_MAX (64u * 1024u * 1024u)
 
 /* ---- console.c: the server's own messages on stderr ---- */
 
@@ -88,7 +108,10 @@ struct nwb__http_req {
     size_t ctype_len;
     char expect[16];
     size_t expect_len;
-    int has_program, has_run, has_seq, has_ctype, has_expect;
+    char cenc[32]; /* Content-Encoding */
+    size_t cenc_len;
+    int cenc_long;
+    int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
     unsigned method; /* llhttp_method_t */
     unsigned http_major, http_minor;
     int has_length, chunked, upgrade, keep_alive;
@@ -112,6 +135,9 @@ int nwb__http_req_feed(struct nwb__http_req *r, const char *data, size_t len, si
 
 /* The request's media type (before ';', trimmed) equals @p type, case-insensitively. */
 int nwb__http_req_ctype_is(const struct nwb__http_req *r, const char *type);
+
+/* X-NWB-Seq: 0 with *has_seq 0 (absent) or 1 and *seq; -1 when present but not a decimal u64. */
+int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq);
 
 /* ---- http_response.c ---- */
 
@@ -137,9 +163,13 @@ struct nwb__conn;
 
 struct nwb__route {
     const char *path;
+    int prefix;        /* 1: matches every longer path starting with it */
     unsigned methods;  /* NWB__METHOD_* */
     const char *allow; /* the Allow header for 405 */
     int wants_body;    /* keep the body (else it is discarded) */
+    /* The body limit (NULL: --max-body-bytes) and the 413 reason naming it. */
+    size_t (*body_limit)(const struct nwb_server *srv);
+    const char *too_big;
     /* After the head: 0 to go on, or an HTTP status to answer once the body is skipped. */
     int (*on_head)(struct nwb__conn *c);
     /* The message is complete: answer now (nwb__conn_respond) or later. */
@@ -157,8 +187,10 @@ unsigned nwb__router_method_bit(unsigned method);
 /* ---- the log job: one POST /v1/log body on its way to the worker ---- */
 
 enum {
-    NWB__JOB_BATCH = 1, /* application/x-nwb-log-batch, already validated */
-    NWB__JOB_TEXT = 2,  /* text/plain */
+    NWB__JOB_BATCH = 1,   /* application/x-nwb-log-batch, already validated */
+    NWB__JOB_TEXT = 2,    /* text/plain */
+    NWB__JOB_RUN_DIR = 3, /* find or make the run's directory (telemetry): dir */
+    NWB__JOB_NAMES = 4,   /* switch the renderer to names (SIGHUP); names comes back old */
 };
 
 enum {
@@ -179,11 +211,15 @@ struct nwb__log_job {
     const uint8_t *body;
     size_t body_len;
     uint64_t recv_time_ns;
+    struct nwb__names *names; /* NWB__JOB_NAMES: the new table in, the previous one out */
     /* output, set by the worker */
     int status;
     int err;
     uint64_t records;
     uint64_t drops;
+    uint64_t tok_decoded;           /* #tokens replaced by a name */
+    uint64_t tok_unknown;           /* #tokens left as they were */
+    char dir[NWB__RUN_DIR_MAX + 1]; /* NWB__JOB_RUN_DIR: the directory under runs/ */
 };
 
 /* ---- metrics.c ---- */
@@ -204,6 +240,10 @@ struct nwb__metrics {
     uint64_t timeouts;             /* 408 answered */
     uint64_t read_pauses;          /* times the job queue filled and reading stopped */
     uint64_t budget_waits;         /* requests that waited for --max-buffered-bytes */
+    uint64_t tokens_decoded;       /* #tokens in written log records replaced by a name */
+    uint64_t tokens_unknown;       /* ... left as they were (no name known) */
+    uint64_t namesym_reloads;      /* name tables switched to after SIGHUP */
+    uint64_t namesym_reload_failures;
 };
 
 /* Count one answered request. */
@@ -218,6 +258,43 @@ void nwb__health_handle(struct nwb__conn *c);
 int nwb__log_on_head(struct nwb__conn *c);
 void nwb__log_handle(struct nwb__conn *c);
 void nwb__log_job_done(struct nwb__conn *c);
+
+/* Fill c->job's run identity (sanitised program and run) from the request headers. */
+void nwb__log_job_identity(struct nwb__conn *c);
+
+/* ---- crash_endpoint.c: POST /v1/crash, GET /v1/crashes, GET /v1/crashes/<id> ---- */
+
+size_t nwb__crash_body_limit(const struct nwb_server *srv);
+void nwb__crash_post_handle(struct nwb__conn *c);
+void nwb__crash_get_handle(struct nwb__conn *c);
+
+/* ---- telemetry_endpoint.c: POST /v1/telemetry ---- */
+
+size_t nwb__tel_body_limit(const struct nwb_server *srv);
+int nwb__tel_on_head(struct nwb__conn *c);
+void nwb__tel_handle(struct nwb__conn *c);
+void nwb__tel_job_done(struct nwb__conn *c);
+
+/* ---- offload.c: a connection's blocking work on the libuv thread pool ---- */
+
+/* Runs on a pool thread; may use the request (c->req, c->body) and c->work, nothing else. */
+typedef void (*nwb__work_run_fn)(struct nwb__conn *c);
+/* Runs on the loop thread afterwards, also when c closed meanwhile (then: clean up only). */
+typedef void (*nwb__work_done_fn)(struct nwb__conn *c);
+
+struct nwb__work {
+    uv_work_t req;
+    nwb__work_run_fn run;
+    nwb__work_done_fn done;
+    void *ctx; /* the endpoint's state for this request, owned by the endpoint */
+};
+
+/*
+ * Run @p run for @p c on the thread pool, then @p done on the loop. The
+ * connection stays allocated meanwhile (like a log job). Returns 0, or a
+ * libuv error (nothing was started; answer the request yourself).
+ */
+int nwb__offload(struct nwb__conn *c, nwb__work_run_fn run, nwb__work_done_fn done);
 
 /* ---- the connection (http_conn.c) ---- */
 
@@ -265,7 +342,10 @@ struct nwb__conn {
     /* the response being written */
     char head[512];
     char *resp_body; /* owned, freed after the write; or NULL */
+    size_t body_max; /* this request's body limit (its route's) */
     struct nwb__log_job job;
+    struct nwb__work work;
+    struct nwb__conn *tel_next; /* srv->tel_head: waiting for the telemetry ingest */
 };
 
 /* Accept one connection from the listener (or refuse it over the cap). */
@@ -287,6 +367,9 @@ void nwb__conn_budget_granted(struct nwb__conn *c);
 
 /* The worker finished the connection's job (result in c->job). */
 void nwb__conn_job_finished(struct nwb__conn *c);
+
+/* Offloaded work of @p c came back: run @p done, then free @p c if it closed meanwhile. */
+void nwb__conn_work_finished(struct nwb__conn *c, nwb__work_done_fn done);
 
 /* Server stopping: close it now, or after its in-flight answer. */
 void nwb__conn_shutdown(struct nwb__conn *c);
@@ -323,15 +406,20 @@ struct nwb__log_worker;
 /* Called on the loop thread for each finished job. */
 typedef void (*nwb__job_done_fn)(void *ctx, struct nwb__log_job *job);
 
+/* @p names: the table records are decoded with until a NWB__JOB_NAMES job switches it
+ * (borrowed: the caller keeps it alive until the job returns or the worker stopped). */
 int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_open_runs,
-                           nwb__job_done_fn done, void *ctx, struct nwb__log_worker **out,
-                           char *errbuf, size_t errlen);
+                           struct nwb__names *names, nwb__job_done_fn done, void *ctx,
+                           struct nwb__log_worker **out, char *errbuf, size_t errlen);
 
 /* Queue @p job (the caller bounds how many are out). Handed over at the end of the loop turn. */
 void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job);
 
 /* Jobs submitted and not yet returned through the done callback. */
 unsigned nwb__log_worker_outstanding(const struct nwb__log_worker *w);
+
+/* The worker's run store, for nwb__run_store_tokens_each() from other threads. */
+struct nwb__run_store *nwb__log_worker_store(struct nwb__log_worker *w);
 
 /*
  * Write what is queued, deliver its completions, join the thread, close the
@@ -384,6 +472,20 @@ const char *nwb__run_dir_name(const struct nwb__run *r);
 /* Test support: the last seq the store holds for @p r (has: 0 when none). */
 uint64_t nwb__run_last_seq(const struct nwb__run *r, int *has);
 
+/* Count @p decoded and @p unknown #tokens written to @p r's log (worker thread). */
+void nwb__run_tokens_add(struct nwb__run_store *s, struct nwb__run *r, uint64_t decoded,
+                         uint64_t unknown);
+
+typedef void (*nwb__run_tokens_fn)(void *ctx, const char *program, const char *run,
+                                   uint64_t decoded, uint64_t unknown);
+
+/*
+ * Call @p fn for every open run (most recent first) with its token counts.
+ * Any thread: it holds the store's stats lock, which the worker takes only
+ * briefly. The store must stay open meanwhile.
+ */
+void nwb__run_store_tokens_each(struct nwb__run_store *s, nwb__run_tokens_fn fn, void *ctx);
+
 /* ---- log_render.c: records of a body, formatted as log lines (worker thread) ---- */
 
 struct nwb__rec_iter {
@@ -412,9 +514,33 @@ struct nwb__render {
     int has_held;
     uint64_t records;
     uint64_t drops;
+    /* name-symbol decoding (nwb__render_set_names) */
+    const nwb_namesym_table_t *names;
+    char *scratch; /* NWB__DECODE_MSG_MAX bytes: the held record's message may live here */
+    uint64_t decoded, unknown;
+    /* the body the messages are in (nwb__render_set_body): one memchr pass finds its '#'s */
+    const char *body, *body_end;
+    const char *scan_from; /* where the last look for a '#' started */
+    const char *scan_hash; /* what it found; NULL: no '#' from scan_from on */
+    int scanned;
 };
 
 void nwb__render_init(struct nwb__render *rd, const char *program, size_t program_len);
+
+/*
+ * Decode #tokens of each message with @p names (borrowed; NULL: no decoding)
+ * into @p scratch (NWB__DECODE_MSG_MAX bytes, borrowed). Only messages holding
+ * a '#' are looked at; file names are never changed.
+ */
+void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names, char *scratch);
+
+/*
+ * The records' messages lie in order in @p body (@p len bytes, borrowed):
+ * the '#'s are then found with one memchr pass over the body instead of one
+ * call per message (a message outside it, or out of order, is looked at by
+ * itself).
+ */
+void nwb__render_set_body(struct nwb__render *rd, const void *body, size_t len);
 
 /*
  * Format records from @p it into @p buf (@p cap >= one largest line) until
@@ -424,13 +550,77 @@ void nwb__render_init(struct nwb__render *rd, const char *program, size_t progra
 int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
                      size_t *len, int *end);
 
+/* ---- log_decode.c: #tokens of one message (worker thread) ---- */
+
+/*
+ * Decode @p len bytes of @p msg with @p names (not NULL) as nwb_namesym_decode()
+ * does, looking from offset @p from (no '#' before it). When a token was
+ * replaced, *changed is 1 and the result is in @p dst (NWB__DECODE_MSG_MAX
+ * bytes), whose length is returned; otherwise *changed is 0, @p dst is
+ * untouched and @p len is returned. Never writes more than
+ * NWB__DECODE_MSG_MAX: from the first name that would not fit, the rest of
+ * the message stays as it is (not counted). Counts go to @p decoded and
+ * @p unknown.
+ */
+size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
+                          size_t from, char *dst, int *changed, uint64_t *decoded,
+                          uint64_t *unknown);
+
+/* ---- names_load.c: name-symbol tables from .namesym sidecars ---- */
+
+/* A loaded table, shared by reference count (loop thread only) with the log worker and
+ * telemetry ingests in flight. */
+struct nwb__names {
+    nwb_namesym_table_t *table; /* owned; read-only once loaded */
+    size_t count;               /* names in it */
+    unsigned files;             /* sidecars it came from */
+    unsigned refs;
+};
+
+/*
+ * Load every *.namesym in each of @p dirs (command-line order, files in
+ * byte order of their names; first string wins), reporting per file, each
+ * collision (with both strings and files) and skipped files on the console.
+ * @p strict: a folder that cannot be read is an error (else a warning).
+ * Any thread. Returns 0 with @p *out (refs 1), or a negative code with a
+ * reason in @p errbuf.
+ */
+int nwb__names_load(char *const *dirs, unsigned ndirs, int strict, struct nwb__names **out,
+                    char *errbuf, size_t errlen);
+
+/* The folder of the running executable (/proc/self/exe) in @p buf. 0 or a negative errno. */
+int nwb__names_exe_dir(char *buf, size_t len);
+
+void nwb__names_ref(struct nwb__names *n);
+/* Drop a reference; the last one frees the table. NULL is a no-op. */
+void nwb__names_unref(struct nwb__names *n);
+
+/* ---- names_reload.c: SIGHUP - load again off the loop, switch at a batch boundary ---- */
+
+struct nwb__reload {
+    uv_work_t req;
+    int state; /* 0 idle, 1 loading on the pool, 2 switch job with the worker */
+    int again; /* another reload was asked for meanwhile */
+    int err;   /* the load's result */
+    char errbuf[256];
+    struct nwb__names *loaded;  /* the pool thread's result */
+    struct nwb__names *pending; /* handed to the worker, not switched to yet */
+    struct nwb__log_job job;    /* NWB__JOB_NAMES */
+};
+
+/* Start a reload (or note that another one is wanted). Loop thread. */
+void nwb__names_reload_start(struct nwb_server *srv);
+
+/* The worker switched tables (@p job is srv->reload.job). */
+void nwb__names_reload_switched(struct nwb_server *srv, struct nwb__log_job *job);
+
 /* ---- the server (server.c) ---- */
 
 struct nwb_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_async_t stop_async;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     int handles_open; /* listener, stop_async, signals: until their close callbacks ran */
     /* settings */
     struct nwb__http_limits http_limits;
@@ -443,7 +633,8 @@ struct nwb_server {
     nwb_server_config_t cfg; /* the rest, strings pointing at the copies below */
     char *out_dir;
     char *bind_addr;
-    char *namesym_dirs[NWB_SERVER_NAMESYM_DIRS_MAX];
+    char *namesym_dirs[NWB_SERVER_NAMESYM_DIRS_MAX]; /* the folders sidecars are loaded from */
+    unsigned namesym_dir_count;                      /* the given ones, or the executable's */
     /* identity */
     int port;
     int ipv6;
@@ -461,6 +652,17 @@ struct nwb_server {
     int granting;
     /* the log worker */
     struct nwb__log_worker *worker;
+    /* name symbols: the current table (new telemetry ingests and the next switch) and the
+     * one the log worker renders with */
+    struct nwb__names *names;
+    struct nwb__names *worker_names;
+    struct nwb__reload reload;
+    /* crash ingest (crash_int.h) */
+    struct nwb__crash_ingest *crash;
+    /* telemetry ingest: one at a time, the rest wait in order */
+    struct nwb__tel_ingest_metrics tel_metrics;
+    int tel_busy;
+    struct nwb__conn *tel_head, *tel_tail;
     /* lifecycle */
     int stopping;
     int worker_stopped;

@@ -23,6 +23,9 @@ extern "C" {
 
 #define NWB_BENCH_MAX_THREADS 8
 
+/* A case during which other processes used more than this many cores is marked disturbed. */
+#define NWB_BENCH_DISTURBED 0.25
+
 /* The changing arguments of call @p i. */
 static inline int nwb_bench_arg_frame(uint64_t i)
 {

@@ -56,6 +56,7 @@ struct options {
     int paced;
     int throughput;
     int timeout_s;
+    int repeat;
     const char *server_exe;
 };
 
@@ -77,7 +78,9 @@ static void usage(FILE *f)
             "  --peers LIST     only these: nwb,nwb-server,spdlog-async,spdlog-sync,fprintf\n"
             "                   (nwb-server needs --server-exe)\n"
             "  --scenarios LIST only these: paced,unpaced,throughput (default paced,throughput)\n"
-            "  --timeout-s N    per case (default 300)\n");
+            "  --timeout-s N    per case (default 300)\n"
+            "  --repeat N       run each case N times (1..9), report the least disturbed run\n"
+            "                   (lowest other CPU; the first one on a tie)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -157,6 +160,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->paced = 1;
     o->throughput = 1;
     o->timeout_s = 300;
+    o->repeat = 1;
     o->server_exe = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -233,6 +237,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->tp_records = n;
         } else if (strcmp(a, "--timeout-s") == 0 && n >= 1 && n <= 3600) {
             o->timeout_s = (int)n;
+        } else if (strcmp(a, "--repeat") == 0 && n >= 1 && n <= 9) {
+            o->repeat = (int)n;
         } else {
             fprintf(stderr, "bench_client: bad option or value out of range: %s %s\n", a, v);
             return -1;
@@ -441,13 +447,42 @@ static int verdict(int ok, int *fails)
     return ok;
 }
 
-static void print_latency_target(const char *what, const char *tag, int threads, double nwb,
-                                 double spd, double factor, int *fails)
+/* " (disturbed ...)" when another process used the machine during either case, else "". */
+static const char *disturbed(const struct nwb_bench_result *a, const struct nwb_bench_result *b,
+                             char *buf, size_t cap)
 {
-    const int ok = verdict(nwb * factor <= spd, fails);
+    const double other = a->other_cpu > b->other_cpu ? a->other_cpu : b->other_cpu;
 
-    printf("| %s <= 1/%.0f of spdlog async (%s) | %d | %.0f ns | %.0f ns | 1/%.2f | %s |\n", what,
-           factor, tag, threads, nwb, spd, nwb > 0 ? spd / nwb : 0.0, ok ? "PASS" : "FAIL");
+    buf[0] = '\0';
+    if (other > NWB_BENCH_DISTURBED) {
+        snprintf(buf, cap, " (disturbed: other CPU %.2f)", other);
+    }
+    return buf;
+}
+
+/* Paced rows are targets; unpaced rows are printed for information only (see below). */
+static void print_latency_target(const char *what, int paced, int threads,
+                                 const struct nwb_bench_result *n, const struct nwb_bench_result *s,
+                                 int p99, int *fails)
+{
+    const double factor = p99 ? 10.0 : 5.0;
+    const double nv = p99 ? n->p99_ns : n->p50_ns;
+    const double sv = p99 ? s->p99_ns : s->p50_ns;
+    const int met = nv * factor <= sv;
+    char result[96];
+    char note[64];
+
+    if (paced) {
+        snprintf(result, sizeof(result), "%s", verdict(met, fails) ? "PASS" : "FAIL");
+    } else {
+        /* A full ring drops in a few ns: unpaced nwb latency is mostly the drop path. */
+        snprintf(result, sizeof(result), "info: %s; nwb dropped %llu of %llu",
+                 met ? "met" : "not met", (unsigned long long)n->dropped,
+                 (unsigned long long)n->logged);
+    }
+    printf("| %s <= 1/%.0f of spdlog async (%s) | %d | %.0f ns | %.0f ns | 1/%.2f | %s%s |\n", what,
+           factor, paced ? "paced" : "unpaced", threads, nv, sv, nv > 0 ? sv / nv : 0.0, result,
+           disturbed(n, s, note, sizeof(note)));
 }
 
 /* Returns the number of failed (or unmeasurable) targets. */
@@ -472,18 +507,19 @@ static int print_targets(const struct options *o)
             const struct nwb_bench_result *s = &results[sc][PEER_SPDLOG_ASYNC][ti];
 
             if (!n->ok || !s->ok) {
-                printf("| latency (%s) | %d | - | - | - | FAIL (not measured) |\n", tag,
-                       o->threads[ti]);
-                fails += 2;
+                printf("| latency (%s) | %d | - | - | - | %s |\n", tag, o->threads[ti],
+                       sc == SC_PACED ? "FAIL (not measured)" : "info: not measured");
+                fails += sc == SC_PACED ? 2 : 0;
                 continue;
             }
-            print_latency_target("p50", tag, o->threads[ti], n->p50_ns, s->p50_ns, 5.0, &fails);
-            print_latency_target("p99", tag, o->threads[ti], n->p99_ns, s->p99_ns, 10.0, &fails);
+            print_latency_target("p50", sc == SC_PACED, o->threads[ti], n, s, 0, &fails);
+            print_latency_target("p99", sc == SC_PACED, o->threads[ti], n, s, 1, &fails);
         }
     }
     for (int ti = 0; o->throughput && ti < o->nthreads; ti++) {
         const struct nwb_bench_result *n = &results[SC_THROUGHPUT][PEER_NWB][ti];
         const struct nwb_bench_result *s = &results[SC_THROUGHPUT][PEER_SPDLOG_ASYNC][ti];
+        char note[64];
         double nr;
         double sr;
         int ok;
@@ -499,8 +535,9 @@ static int print_targets(const struct options *o)
         /* Records that were dropped or never reached the disk do not count. */
         ok = verdict(nr > sr && n->dropped == 0 && n->lines == (long long)n->logged, &fails);
         printf("| throughput > spdlog async, no drops | %d | %.0f rec/s | %.0f rec/s | %.2fx | "
-               "%s |\n",
-               o->threads[ti], nr, sr, sr > 0 ? nr / sr : 0.0, ok ? "PASS" : "FAIL");
+               "%s%s |\n",
+               o->threads[ti], nr, sr, sr > 0 ? nr / sr : 0.0, ok ? "PASS" : "FAIL",
+               disturbed(n, s, note, sizeof(note)));
     }
     return fails;
 }
@@ -553,7 +590,17 @@ int main(int argc, char **argv)
                         : sc == SC_UNPACED ? "unpaced latency"
                                            : "throughput",
                         p.threads);
-                run_case(&peers[pi], &p, o.timeout_s, &results[sc][pi][ti]);
+                for (int rep = 0; rep < o.repeat; rep++) {
+                    struct nwb_bench_result r;
+                    struct nwb_bench_result *best = &results[sc][pi][ti];
+
+                    run_case(&peers[pi], &p, o.timeout_s, &r);
+                    /* Keep a successful run over a failed one, then the least disturbed. */
+                    if (rep == 0 || (r.ok && !best->ok) ||
+                        (r.ok == best->ok && r.other_cpu < best->other_cpu)) {
+                        *best = r;
+                    }
+                }
             }
         }
     }

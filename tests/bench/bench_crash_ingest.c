@@ -73,8 +73,9 @@ static int make_package(const char *work, const char *tag, int i, size_t bytes, 
     if (f == NULL) {
         return -1;
     }
-    fprintf(f, "nwb-crash-manifest 1\nkind=signal\nprogram=bench\nrun=bench%08d\nsignal=SIGSEGV\n"
-               "nonce=%llu\n",
+    fprintf(f,
+            "nwb-crash-manifest 1\nkind=signal\nprogram=bench\nrun=bench%08d\nsignal=SIGSEGV\n"
+            "nonce=%llu\n",
             i, (unsigned long long)next_rand());
     fclose(f);
     snprintf(path, sizeof(path), "%s/maps.txt", dir);
@@ -109,8 +110,7 @@ static int connect_port(int port)
 }
 
 /* One request on a fresh connection; the response body goes to @p resp. Returns the status. */
-static int request(int port, const char *head, const void *body, size_t len, char *resp,
-                   size_t cap)
+static int request(int port, const char *head, const void *body, size_t len, char *resp, size_t cap)
 {
     const int fd = connect_port(port);
     size_t used = 0;
@@ -183,12 +183,12 @@ static int bench_server(const char *exe, const char *work, char **archives, int 
 {
     struct nwb_bench_proc proc;
     char out[1100], err[256], resp[4096];
-    char (*ids)[64] = calloc((size_t)n, 64);
+    char(*ids)[64] = calloc((size_t)n, 64);
     uint64_t t0;
     static char a_port[] = "--port", a_zero[] = "0", a_out[] = "--out";
     static char a_rp[] = "--crash-retain-packages", a_rr[] = "--crash-retain-raw";
-    char *argv[] = {(char *)(uintptr_t)exe, a_port, a_zero, a_out, out, a_rp, a_zero, a_rr,
-                    a_zero, NULL};
+    char *argv[] = {
+        (char *)(uintptr_t)exe, a_port, a_zero, a_out, out, a_rp, a_zero, a_rr, a_zero, NULL};
 
     snprintf(out, sizeof(out), "%s/out", work);
     if (nwb_bench_proc_start(&proc, argv, 10000, err, sizeof(err)) != 0) {
@@ -226,8 +226,10 @@ static int bench_server(const char *exe, const char *work, char **archives, int 
         for (;;) {
             char head[256];
 
-            snprintf(head, sizeof(head), "GET /v1/crashes/%s HTTP/1.1\r\nHost: x\r\n"
-                                         "Connection: close\r\n\r\n", ids[i]);
+            snprintf(head, sizeof(head),
+                     "GET /v1/crashes/%s HTTP/1.1\r\nHost: x\r\n"
+                     "Connection: close\r\n\r\n",
+                     ids[i]);
             if (request(proc.port, head, NULL, 0, resp, sizeof(resp)) == 200 &&
                 strstr(resp, "\"extracted\"") != NULL) {
                 break;

@@ -28,6 +28,7 @@ struct nwb_bench_reclaim {
     const char *dir;
     const char *name;
     uint64_t punch_min;
+    int count;
     struct tracked files[NWB_BENCH_RECLAIM_MAX_FILES];
     int nfiles;
     long long lines;
@@ -36,7 +37,7 @@ struct nwb_bench_reclaim {
     char *buf;
 };
 
-int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_min,
+int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_min, int count,
                              struct nwb_bench_reclaim **out)
 {
     struct nwb_bench_reclaim *rc = nwb_calloc(1, sizeof(*rc));
@@ -53,6 +54,7 @@ int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_m
     rc->dir = dir;
     rc->name = name;
     rc->punch_min = punch_min;
+    rc->count = count;
     *out = rc;
     return 0;
 }
@@ -167,7 +169,11 @@ void nwb_bench_reclaim_step(struct nwb_bench_reclaim *rc, int final)
         if (fstat(t->fd, &st) != 0) {
             continue;
         }
-        count_new(rc, t, (uint64_t)st.st_size);
+        if (rc->count) {
+            count_new(rc, t, (uint64_t)st.st_size);
+        } else {
+            t->counted = (uint64_t)st.st_size; /* not read: only punched */
+        }
         upto = t->counted & ~(uint64_t)(PAGE - 1);
         if (rc->punch_min == 0 || rc->punch_failed || upto <= t->punched ||
             (!final && upto - t->punched < rc->punch_min)) {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench_ingest_reclaim.h - keeps a server's output from filling memory
- * during an ingest run: while the run goes on, counts the lines the server
- * appended to its files and punches the counted part out of them
- * (fallocate PUNCH_HOLE), so the pages are freed and the count stays exact.
+ * during an ingest run: while the run goes on, punches what the server
+ * appended out of its files (fallocate PUNCH_HOLE) so the pages are freed,
+ * optionally counting the lines first so an exact on-disk count survives.
  */
 #ifndef NWB_BENCH_INGEST_RECLAIM_H
 #define NWB_BENCH_INGEST_RECLAIM_H
@@ -18,16 +18,17 @@ struct nwb_bench_reclaim;
 /**
  * Track every regular file named @p name (borrowed) up to 3 levels under
  * @p dir (borrowed), e.g. "log.txt" for runs/<run>/log.txt. A file is punched
- * once @p punch_min bytes of it are counted; 0 counts only. Returns 0, or -1
- * when out of memory.
+ * once @p punch_min bytes of it are done (0: never punch). With @p count, the
+ * bytes are read and their newlines counted before they are punched;
+ * without, nothing is read. Returns 0, or -1 when out of memory.
  */
-int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_min,
+int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_min, int count,
                              struct nwb_bench_reclaim **out);
 
 /**
- * Pick up new files, count the newlines appended since the last step, and
- * punch out counted bytes once a file has punch_min of them (any amount
- * when @p final). Cheap when nothing changed.
+ * Pick up new files, count the newlines appended since the last step (when
+ * counting), and punch out what is done once a file has punch_min of it
+ * (any amount when @p final). Cheap when nothing changed.
  */
 void nwb_bench_reclaim_step(struct nwb_bench_reclaim *rc, int final);
 

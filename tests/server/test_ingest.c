@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,7 +208,7 @@ static void test_duplicates_are_suppressed_across_sigkill_and_restart(void **sta
 struct sender {
     int port;
     int id;
-    volatile int *stop;
+    atomic_int *stop;
     int acked; /* batches answered 200, seqs 1..acked */
 };
 
@@ -217,7 +218,7 @@ static void *sender_main(void *arg)
     struct sender *s = arg;
     int fd = nwb_test_connect(s->port);
 
-    while (fd >= 0 && !*s->stop) {
+    while (fd >= 0 && !atomic_load(s->stop)) {
         char req[512];
         char body[64];
         int status;
@@ -245,7 +246,7 @@ static void test_sigterm_exits_0_with_every_acknowledged_line(void **state)
     struct fx *f = *state;
     struct sender senders[4];
     pthread_t threads[4];
-    volatile int stop = 0;
+    atomic_int stop = 0;
     long long deadline = nwb_test_now_ms() + 10000;
     int total = 0;
 
@@ -258,7 +259,7 @@ static void test_sigterm_exits_0_with_every_acknowledged_line(void **state)
         poll(NULL, 0, 5);
     }
     assert_int_equal(tu_stop(&f->srv, SIGTERM, 10000), 0);
-    stop = 1;
+    atomic_store(&stop, 1);
     for (int i = 0; i < 4; i++) {
         char run[16];
         char *text;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_options.c - unit tests of the nwb-logserver command line (options.c). */
+/* The crash caps' defaults are checked against the crash ingest's own (crash_int.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 
 #include "nwb/error.h"
 #include "nwb/server.h"
+#include "crash_int.h"
 
 static int parse(nwb_server_config_t *cfg, char *err, size_t errlen, ...)
 {
@@ -57,6 +59,48 @@ static void test_defaults_match_the_contract(void **state)
     assert_int_equal(cfg.queue_max_jobs, 1024);
     assert_int_equal(cfg.max_buffered_bytes, 256u * 1024u * 1024u);
     assert_int_equal(cfg.max_open_runs, 256);
+}
+
+static void test_crash_cap_defaults_are_the_ingest_defaults(void **state)
+{
+    const nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;
+    const struct nwb_crash_caps caps = NWB_CRASH_CAPS_INIT;
+
+    (void)state;
+    assert_int_equal(cfg.crash_max_archive_bytes, caps.max_archive_bytes);
+    assert_int_equal(cfg.crash_max_entries, caps.max_entries);
+    assert_int_equal(cfg.crash_max_path_bytes, caps.max_path_bytes);
+    assert_int_equal(cfg.crash_max_path_depth, caps.max_path_depth);
+    assert_int_equal(cfg.crash_max_entry_bytes, caps.max_entry_bytes);
+    assert_int_equal(cfg.crash_max_total_bytes, caps.max_total_bytes);
+    assert_int_equal(cfg.crash_max_ratio, caps.max_ratio);
+    assert_int_equal(cfg.crash_max_queue, caps.max_queue);
+    assert_int_equal(cfg.crash_retain_packages, caps.retain_packages);
+    assert_int_equal(cfg.crash_retain_raw, caps.retain_raw);
+    assert_int_equal(cfg.crash_retain_invalid, caps.retain_invalid);
+}
+
+static void test_crash_caps_are_applied_within_their_ranges(void **state)
+{
+    nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(&cfg, err, sizeof(err), A("--crash-max-archive-bytes=1073741824"),
+                           A("--crash-max-entries"), A("1"), A("--crash-max-path-bytes=4096"),
+                           A("--crash-max-path-depth"), A("64"),
+                           A("--crash-max-entry-bytes=1099511627776"), A("--crash-max-total-bytes"),
+                           A("1"), A("--crash-max-ratio=1"), A("--crash-max-queue"), A("65536"),
+                           NULL),
+                     0);
+    assert_int_equal(cfg.crash_max_archive_bytes, 1073741824u);
+    assert_int_equal(cfg.crash_max_entries, 1);
+    assert_int_equal(cfg.crash_max_path_bytes, 4096);
+    assert_int_equal(cfg.crash_max_path_depth, 64);
+    assert_int_equal(cfg.crash_max_entry_bytes, 1ull << 40);
+    assert_int_equal(cfg.crash_max_total_bytes, 1);
+    assert_int_equal(cfg.crash_max_ratio, 1);
+    assert_int_equal(cfg.crash_max_queue, 65536);
 }
 
 static void test_every_option_is_applied_in_both_spellings(void **state)
@@ -141,6 +185,18 @@ static void test_bad_input_is_refused_with_a_reason(void **state)
                  A("--crash-retain-raw=99999999999999999999"), NULL);
     expect_error("must not exceed --max-buffered-bytes", A("--max-body-bytes=100"),
                  A("--max-buffered-bytes=99"), NULL);
+    expect_error("--crash-max-archive-bytes: '1073741825'",
+                 A("--crash-max-archive-bytes=1073741825"), NULL);
+    expect_error("--crash-max-archive-bytes: '0'", A("--crash-max-archive-bytes=0"), NULL);
+    expect_error("--crash-max-path-depth: '65'", A("--crash-max-path-depth=65"), NULL);
+    expect_error("--crash-max-path-bytes: '4097'", A("--crash-max-path-bytes=4097"), NULL);
+    expect_error("--crash-max-queue: '0'", A("--crash-max-queue=0"), NULL);
+    expect_error("--crash-max-queue: '65537'", A("--crash-max-queue=65537"), NULL);
+    expect_error("--crash-max-entries: '0'", A("--crash-max-entries=0"), NULL);
+    expect_error("--crash-max-ratio: '0'", A("--crash-max-ratio=0"), NULL);
+    expect_error("--crash-max-entry-bytes: '1099511627777'",
+                 A("--crash-max-entry-bytes=1099511627777"), NULL);
+    expect_error("--crash-max-total-bytes: '0'", A("--crash-max-total-bytes=0"), NULL);
 }
 
 static void test_namesym_dir_bound_is_enforced_at_its_edge(void **state)
@@ -177,12 +233,16 @@ static void test_help_and_version_are_reported(void **state)
     assert_non_null(strstr(nwb_server_usage(), "--max-open-runs"));
     assert_non_null(strstr(nwb_server_usage(), "--crash-retain-invalid"));
     assert_non_null(strstr(nwb_server_usage(), "--request-timeout-ms"));
+    assert_non_null(strstr(nwb_server_usage(), "--crash-max-archive-bytes"));
+    assert_non_null(strstr(nwb_server_usage(), "--crash-max-queue"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_match_the_contract),
+        cmocka_unit_test(test_crash_cap_defaults_are_the_ingest_defaults),
+        cmocka_unit_test(test_crash_caps_are_applied_within_their_ranges),
         cmocka_unit_test(test_every_option_is_applied_in_both_spellings),
         cmocka_unit_test(test_bad_input_is_refused_with_a_reason),
         cmocka_unit_test(test_namesym_dir_bound_is_enforced_at_its_edge),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nwb/server.h - nwb-logserver as a library: its settings, the command-line
- * parser, and a server that runs inside any libuv loop.
+ * parser, and a server that runs inside any libuv loop (log, telemetry and
+ * crash ingest, name-symbol decoding).
  *
  * Threading: every function except nwb_server_request_stop() must be called
  * on the thread running the loop given to nwb_server_create().
@@ -34,25 +35,34 @@ typedef struct nwb_server_config {
     int port;              /* 0 lets the kernel choose */
     const char *out_dir;   /* output root; created when missing */
     const char *namesym_dirs[NWB_SERVER_NAMESYM_DIRS_MAX];
-    unsigned namesym_dir_count;     /* 0: the executable's own folder */
+    unsigned namesym_dir_count;     /* 0: the executable's own folder; else only these */
     unsigned crash_retain_packages; /* 0 = never prune */
     unsigned crash_retain_raw;
     unsigned crash_retain_invalid;
-    size_t max_header_bytes;     /* request line + header lines; beyond: 431 */
-    unsigned max_headers;        /* header fields per request; beyond: 431 */
-    size_t max_body_bytes;       /* beyond: 413 */
-    unsigned request_timeout_ms; /* first byte to last body byte; beyond: 408 */
-    unsigned idle_timeout_ms;    /* keep-alive connection with no request: closed */
-    unsigned max_connections;    /* beyond: 503 and close */
-    unsigned queue_max_jobs;     /* log jobs queued or being written; beyond: stop reading */
-    size_t max_buffered_bytes;   /* request bodies held in memory; beyond: wait */
-    unsigned max_open_runs;      /* run directories kept open by the log worker */
-    int handle_signals;          /* 1: SIGINT/SIGTERM start nwb_server_shutdown() */
+    size_t crash_max_archive_bytes; /* POST /v1/crash body; beyond: 413 */
+    unsigned crash_max_entries;     /* archive entries read */
+    unsigned crash_max_path_bytes;  /* one entry's path */
+    unsigned crash_max_path_depth;  /* folders in one path, the file included (at most 64) */
+    size_t crash_max_entry_bytes;   /* written for one file */
+    size_t crash_max_total_bytes;   /* written for one package */
+    unsigned crash_max_ratio;       /* written / archive bytes, once past 1 MiB written */
+    unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
+    size_t max_header_bytes;        /* request line + header lines; beyond: 431 */
+    unsigned max_headers;           /* header fields per request; beyond: 431 */
+    size_t max_body_bytes;          /* beyond: 413 */
+    unsigned request_timeout_ms;    /* first byte to last body byte; beyond: 408 */
+    unsigned idle_timeout_ms;       /* keep-alive connection with no request: closed */
+    unsigned max_connections;       /* beyond: 503 and close */
+    unsigned queue_max_jobs;        /* log jobs queued or being written; beyond: stop reading */
+    size_t max_buffered_bytes;      /* request bodies held in memory; beyond: wait */
+    unsigned max_open_runs;         /* run directories kept open by the log worker */
+    int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
 } nwb_server_config_t;
 
 #define NWB_SERVER_CONFIG_INIT                                                                     \
     {                                                                                              \
-        "127.0.0.1", 7650, "./nwb-logs", {NULL}, 0u, 256u, 256u, 64u, 16u * 1024u, 64u,            \
+        "127.0.0.1", 7650, "./nwb-logs", {NULL}, 0u, 256u, 256u, 64u, 64u << 20, 4096u, 256u, 8u,  \
+            (size_t)64u << 20, (size_t)256u << 20, 200u, 256u, 16u * 1024u, 64u,                   \
             16u * 1024u * 1024u, 10000u, 60000u, 1024u, 1024u, 256u * 1024u * 1024u, 256u, 0       \
     }
 
@@ -105,6 +115,14 @@ NWB_API void nwb_server_shutdown(nwb_server_t *srv);
  * loop. Valid until the loop's uv_run() returns.
  */
 NWB_API void nwb_server_request_stop(nwb_server_t *srv);
+
+/**
+ * Load the .namesym sidecars again (what SIGHUP does when the server handles
+ * signals): read on the thread pool, then switched to between two batches,
+ * so records queued before decode with the old table and later ones with
+ * the new. A reload asked for during one runs after it. Loop thread.
+ */
+NWB_API void nwb_server_namesym_reload(nwb_server_t *srv);
 
 /**
  * Free the server after nwb_server_shutdown() completed and uv_run()

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crash_endpoint.c - POST /v1/crash, GET /v1/crashes and GET /v1/crashes/<id>
+ * over the crash ingest (crash_int.h, docs/crash.md). Storing an archive
+ * fsyncs and the views scan the crash folders, so both run on the thread
+ * pool (offload.c); the loop only answers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "crash_int.h"
+#include "server_int.h"
+
+struct crash_post {
+    char program[NWB__HTTP_VALUE_MAX + 1];
+    char run[NWB__HTTP_VALUE_MAX + 1];
+    char id[NWB_CRASH_INGEST_ID_LEN + 1];
+    int err;
+};
+
+struct crash_view {
+    char id[NWB__URL_MAX + 1]; /* empty: the list */
+    char *json;
+    size_t len;
+    int err;
+};
+
+size_t nwb__crash_body_limit(const struct nwb_server *srv)
+{
+    return srv->cfg.crash_max_archive_bytes;
+}
+
+static void copy_value(char *dst, const char *src, size_t len, int has)
+{
+    if (!has) {
+        len = 0;
+    }
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+static void post_run(struct nwb__conn *c)
+{
+    struct crash_post *p = c->work.ctx;
+
+    p->err = nwb__crash_ingest_submit(c->srv->crash, c->body != NULL ? (const void *)c->body : "",
+                                      c->body_len, p->program, p->run, p->id);
+}
+
+static void post_done(struct nwb__conn *c)
+{
+    struct crash_post *p = c->work.ctx;
+    char body[64];
+    char ebuf[96];
+    char msg[160];
+
+    c->work.ctx = NULL;
+    if (c->state != NWB__CONN_CLOSED) {
+        switch (p->err) {
+        case 0:
+            snprintf(body, sizeof(body), "{\"id\": \"%s\"}\n", p->id);
+            nwb__conn_respond(c, 200, "application/json", body, strlen(body), 0, NULL);
+            break;
+        case NWB_ETOOBIG:
+            nwb__conn_respond_error(c, 413, "crash archive exceeds --crash-max-archive-bytes");
+            break;
+        case NWB_EFULL:
+            nwb__conn_respond_error(c, 503, "crash queue full (--crash-max-queue); retry later");
+            break;
+        case NWB_ECLOSED:
+            nwb__conn_respond_error(c, 503, "the server is stopping; retry later");
+            break;
+        default:
+            snprintf(msg, sizeof(msg), "cannot store the crash archive: %s",
+                     nwb_strerror_r(p->err, ebuf, sizeof(ebuf)));
+            nwb__conn_respond_error(c, 500, msg);
+            break;
+        }
+    }
+    nwb_free(p);
+}
+
+void nwb__crash_post_handle(struct nwb__conn *c)
+{
+    const struct nwb__http_req *r = &c->req;
+    struct crash_post *p = nwb_calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    copy_value(p->program, r->program, r->program_len, r->has_program);
+    copy_value(p->run, r->run, r->run_len, r->has_run);
+    c->work.ctx = p;
+    if (nwb__offload(c, post_run, post_done) != 0) {
+        c->work.ctx = NULL;
+        nwb_free(p);
+        nwb__conn_respond_error(c, 500, "cannot queue the crash archive");
+    }
+}
+
+static void view_run(struct nwb__conn *c)
+{
+    struct crash_view *v = c->work.ctx;
+
+    if (v->id[0] == '\0') {
+        v->err = nwb__crash_ingest_list_json(c->srv->crash, &v->json, &v->len);
+    } else {
+        v->err = nwb__crash_ingest_get_json(c->srv->crash, v->id, &v->json, &v->len);
+    }
+}
+
+static void view_done(struct nwb__conn *c)
+{
+    struct crash_view *v = c->work.ctx;
+
+    c->work.ctx = NULL;
+    if (c->state != NWB__CONN_CLOSED) {
+        if (v->err == -EINVAL || v->err == -ENOENT) {
+            nwb__conn_respond_error(c, 404, "no such crash");
+        } else if (v->err != 0) {
+            nwb__conn_respond_error(c, 503, "out of memory");
+        } else {
+            nwb__conn_respond(c, 200, "application/json", v->json, v->len, 1, NULL);
+            v->json = NULL;
+        }
+    }
+    nwb_free(v->json);
+    nwb_free(v);
+}
+
+void nwb__crash_get_handle(struct nwb__conn *c)
+{
+    static const char prefix[] = "/v1/crashes/";
+    const struct nwb__http_req *r = &c->req;
+    const char *q = memchr(r->url, '?', r->url_len);
+    const size_t len = q != NULL ? (size_t)(q - r->url) : r->url_len;
+    struct crash_view *v = nwb_calloc(1, sizeof(*v));
+
+    if (v == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    if (len > sizeof(prefix) - 1 && memcmp(r->url, prefix, sizeof(prefix) - 1) == 0) {
+        /* The id is checked by the ingest (-EINVAL: 404); the URL bound keeps it short. */
+        memcpy(v->id, r->url + sizeof(prefix) - 1, len - (sizeof(prefix) - 1));
+        v->id[len - (sizeof(prefix) - 1)] = '\0';
+    }
+    c->work.ctx = v;
+    if (nwb__offload(c, view_run, view_done) != 0) {
+        c->work.ctx = NULL;
+        nwb_free(v);
+        nwb__conn_respond_error(c, 500, "cannot queue the request");
+    }
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_crash_http.c - the crash endpoints' HTTP side in the real
+ * nwb-logserver (tests/crash/test_crash_e2e.c covers capture to ingest):
+ * POST /v1/crash has its own body limit (--crash-max-archive-bytes, at the
+ * edge, Content-Length and chunked) while /v1/log keeps --max-body-bytes; a
+ * full crash queue is 503 with Retry-After and the retry is taken; the views
+ * answer 200/404/405; /metrics carries the crash counts; SIGTERM during
+ * ingest still exits 0.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "crash_test_archive.h"
+#include "server_test_util.h"
+
+struct fx {
+    char dir[512];
+    struct nwb_test_server srv;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL) {
+        return -1;
+    }
+    /* tmpfs when there is one: the queue test wants extraction to be memory-fast and
+     * predictable, and fsync there costs nothing. */
+    if (access("/dev/shm", W_OK) == 0) {
+        snprintf(f->dir, sizeof(f->dir), "/dev/shm/nwb-crashhttp-%d", (int)getpid());
+        nwb_test_rmtree(f->dir);
+        if (mkdir(f->dir, 0700) != 0) {
+            free(f);
+            return -1;
+        }
+    } else if (nwb_test_tmpdir("crashhttp", f->dir, sizeof(f->dir)) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    tu_reap(NULL);
+    nwb_test_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Send @p req (it asks for Connection: close) and read the whole answer into @p out. */
+static size_t raw_exchange(int port, const void *req, size_t len, const void *body, size_t blen,
+                           char *out, size_t cap)
+{
+    const int fd = nwb_test_connect(port);
+    size_t used = 0;
+
+    assert_true(fd >= 0);
+    assert_int_equal(nwb_test_send_all(fd, req, len), 0);
+    if (blen > 0) {
+        assert_int_equal(nwb_test_send_all(fd, body, blen), 0);
+    }
+    while (used + 1 < cap) {
+        const ssize_t n = read(fd, out + used, cap - 1 - used);
+
+        if (n <= 0) {
+            break;
+        }
+        used += (size_t)n;
+    }
+    out[used] = '\0';
+    close(fd);
+    return used;
+}
+
+/* POST /v1/crash with Content-Length; returns the status, the id into @p id (if 200). */
+static int post_crash(int port, const void *body, size_t len, char *id, size_t idcap, char *resp,
+                      size_t rcap)
+{
+    char head[256];
+    const int n = snprintf(head, sizeof(head),
+                           "POST /v1/crash HTTP/1.1\r\nHost: x\r\nX-NWB-Program: http\r\n"
+                           "Connection: close\r\nContent-Length: %zu\r\n\r\n",
+                           len);
+    const char *p;
+    int status = 0;
+
+    raw_exchange(port, head, (size_t)n, body, len, resp, rcap);
+    if (sscanf(resp, "HTTP/1.1 %d", &status) != 1) {
+        return -1;
+    }
+    if (id != NULL) {
+        id[0] = '\0';
+        p = strstr(resp, "{\"id\": \"");
+        if (status == 200 && p != NULL) {
+            snprintf(id, idcap, "%.32s", p + 8);
+        }
+    }
+    return status;
+}
+
+static void test_crash_http_body_limit_is_its_own(void **state)
+{
+    struct fx *f = *state;
+    const char *const extra[] = {"--max-body-bytes", "1000", "--crash-max-archive-bytes", "5000",
+                                 NULL};
+    static char body[6000];
+    char resp[4096], id[64], head[256], chunk[64];
+    int n;
+
+    for (size_t i = 0; i < sizeof(body); i++) {
+        body[i] = (char)('a' + i % 23);
+    }
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, extra), 0);
+    /* Exactly the crash limit: stored (and later found invalid: it is no archive). */
+    assert_int_equal(post_crash(f->srv.port, body, 5000, id, sizeof(id), resp, sizeof(resp)), 200);
+    assert_int_equal(strlen(id), 32);
+    /* One byte more: 413 from the head, naming the flag. */
+    assert_int_equal(post_crash(f->srv.port, body, 5001, NULL, 0, resp, sizeof(resp)), 413);
+    assert_non_null(strstr(resp, "crash archive exceeds --crash-max-archive-bytes"));
+    /* Chunked: 413 once the sum passes it. */
+    n = snprintf(head, sizeof(head),
+                 "POST /v1/crash HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 "Connection: close\r\n\r\n");
+    {
+        char *req = malloc(8192);
+        size_t len = (size_t)n;
+
+        assert_non_null(req);
+        memcpy(req, head, len);
+        for (int i = 0; i < 2; i++) {
+            const int c = snprintf(chunk, sizeof(chunk), "%x\r\n", 2600);
+
+            memcpy(req + len, chunk, (size_t)c);
+            len += (size_t)c;
+            memcpy(req + len, body, 2600);
+            len += 2600;
+            memcpy(req + len, "\r\n", 2);
+            len += 2;
+        }
+        memcpy(req + len, "0\r\n\r\n", 5);
+        len += 5;
+        raw_exchange(f->srv.port, req, len, NULL, 0, resp, sizeof(resp));
+        free(req);
+    }
+    assert_non_null(strstr(resp, "HTTP/1.1 413"));
+    assert_non_null(strstr(resp, "crash archive exceeds --crash-max-archive-bytes"));
+    /* /v1/log keeps --max-body-bytes. */
+    assert_int_equal(tu_post(f->srv.port, "text/plain", "http", "lim", 1, body, 1000, NULL, 0),
+                     200);
+    assert_int_equal(
+        tu_post(f->srv.port, "text/plain", "http", "lim", 2, body, 1001, resp, sizeof(resp)), 413);
+    assert_non_null(strstr(resp, "--max-body-bytes"));
+    assert_int_equal(tu_metric(f->srv.port, "nwb_crash_uploads_total"), 1);
+    assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
+}
+
+static void test_crash_http_full_queue_is_503_with_retry_after(void **state)
+{
+    struct fx *f = *state;
+    const char *const extra[] = {"--crash-max-queue",
+                                 "1",
+                                 "--crash-max-entry-bytes",
+                                 "1073741824",
+                                 "--crash-max-total-bytes",
+                                 "1073741824",
+                                 "--crash-max-ratio",
+                                 "1000000",
+                                 NULL};
+    static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\n";
+    /* A big package to keep the worker busy: 256 MiB of zeros, then a symlink that makes it
+     * invalid, so nothing stays behind. */
+    const struct ta_entry big[] = {
+        {"manifest.txt", TA_FILE, manifest, sizeof(manifest) - 1, 0, 0, NULL},
+        {"zeros", TA_FILE, NULL, 0, 256ull << 20, 0, NULL},
+        {"link", TA_SYMLINK, NULL, 0, 0, 0, "/"}};
+    char resp[4096], id[64], refused_tag[32], p[800];
+    void *refused = NULL;
+    size_t refused_len = 0, blen;
+    void *a = ta_build("tar.zst", big, 3, &blen);
+    int got503 = 0;
+
+    assert_non_null(a);
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, extra), 0);
+    assert_int_equal(post_crash(f->srv.port, a, blen, id, sizeof(id), resp, sizeof(resp)), 200);
+    free(a);
+    /* While it is extracted, the queue (1) fills: a later upload is refused for now. */
+    for (int i = 0; i < 20 && !got503; i++) {
+        size_t len;
+        int status;
+
+        snprintf(refused_tag, sizeof(refused_tag), "small-%d", i);
+        a = ta_package("tar.zst", refused_tag, &len);
+        assert_non_null(a);
+        status = post_crash(f->srv.port, a, len, NULL, 0, resp, sizeof(resp));
+        if (status == 503) {
+            got503 = 1;
+            refused = a;
+            refused_len = len;
+            assert_non_null(strstr(resp, "\r\nRetry-After: 1\r\n"));
+            assert_non_null(strstr(resp, "crash queue full"));
+        } else {
+            assert_int_equal(status, 200);
+            free(a);
+        }
+    }
+    assert_true(got503);
+    /* Once the worker caught up, the same upload is taken. */
+    snprintf(p, sizeof(p), "%s/crashes/invalid/%s.reason.txt", f->dir, id);
+    assert_true(nwb_test_wait_file_contains(p, "id=", 60000));
+    assert_int_equal(
+        post_crash(f->srv.port, refused, refused_len, id, sizeof(id), resp, sizeof(resp)), 200);
+    snprintf(p, sizeof(p), "%s/crashes/packages/%s/manifest.txt", f->dir, id);
+    assert_true(nwb_test_wait_file_contains(p, "nwb-crash-manifest 1", 30000));
+    free(refused);
+    assert_true(tu_metric(f->srv.port, "nwb_requests_total{code=\"503\"}") >= 1);
+    assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
+}
+
+static void test_crash_http_views_and_methods(void **state)
+{
+    struct fx *f = *state;
+    char body[8192], id[64], resp[4096], path[700];
+    size_t len;
+    void *a;
+
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, NULL), 0);
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "GET", "/v1/crashes", NULL, NULL, 0, body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "\"crashes\":[]"));
+    assert_int_equal(nwb_test_http(f->srv.port, "GET",
+                                   "/v1/crashes/0123456789abcdef0123456789abcdef", NULL, NULL, 0,
+                                   body, sizeof(body)),
+                     404);
+    assert_int_equal(nwb_test_http(f->srv.port, "GET", "/v1/crashes/../../etc", NULL, NULL, 0, body,
+                                   sizeof(body)),
+                     404);
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "GET", "/v1/crashes/", NULL, NULL, 0, body, sizeof(body)), 404);
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "GET", "/v1/crash", NULL, NULL, 0, body, sizeof(body)), 405);
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "POST", "/v1/crashes", NULL, "x", 1, body, sizeof(body)), 405);
+    a = ta_package("zip", "views", &len);
+    assert_non_null(a);
+    assert_int_equal(post_crash(f->srv.port, a, len, id, sizeof(id), resp, sizeof(resp)), 200);
+    free(a);
+    snprintf(path, sizeof(path), "%s/crashes/packages/%s/manifest.txt", f->dir, id);
+    assert_true(nwb_test_wait_file_contains(path, "nwb-crash-manifest 1", 30000));
+    snprintf(path, sizeof(path), "/v1/crashes/%s?x=1", id);
+    assert_int_equal(nwb_test_http(f->srv.port, "GET", path, NULL, NULL, 0, body, sizeof(body)),
+                     200);
+    assert_non_null(strstr(body, "\"status\":\"extracted\""));
+    assert_non_null(strstr(body, "\"files\":["));
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "GET", "/v1/crashes", NULL, NULL, 0, body, sizeof(body)), 200);
+    assert_non_null(strstr(body, id));
+    assert_int_equal(tu_metric(f->srv.port, "nwb_crashes{category=\"packages\"}"), 1);
+    assert_int_equal(tu_metric(f->srv.port, "nwb_crashes{category=\"raw\"}"), 1);
+    assert_int_equal(tu_metric(f->srv.port, "nwb_crash_extracted_total"), 1);
+    assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
+}
+
+static void test_crash_http_sigterm_during_ingest_exits_cleanly(void **state)
+{
+    struct fx *f = *state;
+    const char *const extra[] = {"--crash-max-entry-bytes",
+                                 "1073741824",
+                                 "--crash-max-total-bytes",
+                                 "1073741824",
+                                 "--crash-max-ratio",
+                                 "1000000",
+                                 NULL};
+    static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\n";
+    const struct ta_entry big[] = {
+        {"manifest.txt", TA_FILE, manifest, sizeof(manifest) - 1, 0, 0, NULL},
+        {"zeros", TA_FILE, NULL, 0, 512ull << 20, 0, NULL}};
+    char resp[1024], id[64], p[800];
+    size_t blen;
+    void *a = ta_build("tar.zst", big, 2, &blen);
+    int status;
+
+    assert_non_null(a);
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, extra), 0);
+    assert_int_equal(post_crash(f->srv.port, a, blen, id, sizeof(id), resp, sizeof(resp)), 200);
+    free(a);
+    status = tu_stop(&f->srv, SIGTERM, 20000);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* The raw archive answered 200 is kept (and re-queued at the next start). */
+    snprintf(p, sizeof(p), "%s/crashes/raw", f->dir);
+    assert_int_equal(ta_count_dir(p), 1);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_crash_http_body_limit_is_its_own),
+        T(test_crash_http_full_queue_is_503_with_retry_after),
+        T(test_crash_http_views_and_methods),
+        T(test_crash_http_sigterm_during_ingest_exits_cleanly),
+    };
+#undef T
+
+    return cmocka_run_group_tests_name("server.crash_http", tests, NULL, tu_reap);
+}

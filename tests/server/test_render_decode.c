@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_render_decode.c - unit tests of the log worker's #token decoding
+ * (log_decode.c, log_render.c): byte for byte the output and counts of
+ * nwb_namesym_decode() wherever the decoded message fits
+ * NWB__DECODE_MSG_MAX (every edge of the token rule, random mixes of tokens,
+ * near-tokens and long names); nothing copied when no token is known; at the
+ * bound the output stays within it, decoded tokens first and the rest left
+ * as they were; a decoded record renders into the worker's buffer; without
+ * a '#' the message is passed through untouched.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nwb/alloc.h"
+#include "nwb/log.h"
+#include "server_int.h"
+#include "server_test_util.h"
+
+struct fx {
+    nwb_namesym_table_t *t;
+    char *longname; /* NWB_NAMESYM_MAX_STRING bytes */
+    char tok_long[NWB_NAME_TOKEN_SIZE], tok_a[NWB_NAME_TOKEN_SIZE], tok_b[NWB_NAME_TOKEN_SIZE];
+    char *dst;
+    char *ref;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    nwb_namesym_builder_t b;
+    nwb_namesym_view_t v;
+    uint8_t *img = NULL;
+    size_t len = 0;
+    char err[256];
+
+    if (f == NULL) {
+        return -1;
+    }
+    f->longname = malloc(NWB_NAMESYM_MAX_STRING + 1);
+    f->dst = malloc(NWB__DECODE_MSG_MAX);
+    f->ref = malloc(64u << 20);
+    if (f->longname == NULL || f->dst == NULL || f->ref == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < NWB_NAMESYM_MAX_STRING; i++) {
+        f->longname[i] = (char)('a' + i % 26);
+    }
+    f->longname[NWB_NAMESYM_MAX_STRING] = '\0';
+    nwb_namesym_builder_init(&b);
+    if (nwb_namesym_builder_add(&b, f->longname, NWB_NAMESYM_MAX_STRING) != 0 ||
+        nwb_namesym_builder_add(&b, "alpha", 5) != 0 || nwb_namesym_builder_add(&b, "b", 1) != 0 ||
+        nwb_namesym_builder_serialize(&b, "t", &img, &len, err, sizeof(err)) != 0 ||
+        nwb_namesym_view_open(&v, img, len, NULL, NULL) != 0 ||
+        nwb_namesym_table_create(&f->t) != 0 ||
+        nwb_namesym_table_add(f->t, &v, "t", NULL, NULL) != 3) {
+        return -1;
+    }
+    nwb_namesym_builder_cleanup(&b);
+    nwb_free(img);
+    nwb_name_token(nwb_name_hash(f->longname, NWB_NAMESYM_MAX_STRING), f->tok_long);
+    nwb_name_token(nwb_name_hash("alpha", 5), f->tok_a);
+    nwb_name_token(nwb_name_hash("b", 1), f->tok_b);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    nwb_namesym_table_destroy(f->t);
+    free(f->longname);
+    free(f->dst);
+    free(f->ref);
+    free(f);
+    return 0;
+}
+
+/* Decode @p msg both ways and require the same bytes and counts. */
+static void same_as_reference(struct fx *f, const char *msg, size_t len)
+{
+    uint64_t d1 = 0, u1 = 0, d2 = 0, u2 = 0;
+    const char *hash = memchr(msg, '#', len);
+    int changed = -1;
+    size_t n1, n2;
+
+    assert_true(nwb_namesym_decode_max(f->t, len) <= (64u << 20));
+    n1 = nwb_namesym_decode(f->t, msg, len, f->ref, &d1, &u1);
+    assert_true(n1 <= NWB__DECODE_MSG_MAX); /* the cases here fit */
+    /* Looking from the first '#', as the renderer does. */
+    n2 = nwb__render_decode(f->t, msg, len, hash != NULL ? (size_t)(hash - msg) : len, f->dst,
+                            &changed, &d2, &u2);
+    assert_int_equal(changed, d1 > 0);
+    assert_int_equal(n2, n1);
+    assert_memory_equal(changed ? f->dst : msg, f->ref, n1);
+    assert_int_equal(d2, d1);
+    assert_int_equal(u2, u1);
+}
+
+/* Append the pieces (NULL-terminated) to @p buf at @p *len. */
+static void cat(char *buf, size_t *len, const char *const *pieces)
+{
+    for (; *pieces != NULL; pieces++) {
+        const size_t n = strlen(*pieces);
+
+        memcpy(buf + *len, *pieces, n);
+        *len += n;
+    }
+}
+
+static void test_render_decode_matches_the_reference_with_short_and_long_names(void **state)
+{
+    struct fx *f = *state;
+    char tok_a_up[NWB_NAME_TOKEN_SIZE];
+    const size_t cap = NWB_LOG_RECORD_MSG_MAX;
+    char *msg = malloc(cap + 64);
+    size_t len = 0;
+    unsigned seed = 12345;
+
+    assert_non_null(msg);
+    for (size_t i = 0; i < sizeof(tok_a_up); i++) {
+        tok_a_up[i] =
+            (char)(f->tok_a[i] >= 'a' && f->tok_a[i] <= 'f' ? f->tok_a[i] - 32 : f->tok_a[i]);
+    }
+    /* Short, fast path: every edge of the token rule. */
+    {
+        const char *const p[] = {f->tok_a,
+                                 " ",
+                                 "#",
+                                 f->tok_a,
+                                 " ",
+                                 f->tok_a,
+                                 f->tok_b,
+                                 " x",
+                                 f->tok_a,
+                                 "0 ",
+                                 f->tok_a,
+                                 "#",
+                                 f->tok_b,
+                                 " ",
+                                 tok_a_up,
+                                 " #0123 ",
+                                 "#00000000000000ff",
+                                 " ",
+                                 f->tok_long,
+                                 NULL};
+
+        len = 0;
+        cat(msg, &len, p);
+        same_as_reference(f, msg, len);
+    }
+    /* Each digit position with each byte at or just past the edges of '0'-'9' and 'a'-'f'
+     * (and non-ASCII): a token only where every digit is one, the same as the reference. */
+    {
+        static const char edge[] = "/09:`afgAF@G \x7f\x80\xb0\xff";
+
+        for (int pos = 1; pos <= 16; pos++) {
+            for (size_t e = 0; e < sizeof(edge) - 1; e++) {
+                len = 0;
+                memcpy(msg, "x ", 2);
+                memcpy(msg + 2, f->tok_a, NWB_NAME_TOKEN_LEN);
+                msg[2 + pos] = edge[e];
+                memcpy(msg + 2 + NWB_NAME_TOKEN_LEN, " ", 1);
+                len = 3 + NWB_NAME_TOKEN_LEN;
+                same_as_reference(f, msg, len);
+            }
+        }
+    }
+    /* Only unknown tokens and near-tokens: nothing to copy, counts still right. */
+    {
+        const char *const p[] = {"#00000000000000ff ", "##", f->tok_a + 1, " #", tok_a_up, NULL};
+
+        len = 0;
+        cat(msg, &len, p);
+        same_as_reference(f, msg, len);
+    }
+    /*
+     * Near 64 KiB with the 4096-byte name among others: the worst case would pass the bound,
+     * but with at most 30 long names the result fits and must be identical. Random filler of
+     * '#', hex digits and letters puts tokens and near-tokens at every offset.
+     */
+    for (int round = 0; round < 40; round++) {
+        int longs = 0;
+
+        len = 0;
+        while (len < cap - 40) {
+            const unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+            const char *piece;
+            char filler[2] = {0, 0};
+
+            switch (r % 12) {
+            case 0:
+                piece = longs < 30 ? f->tok_long : f->tok_a;
+                longs += piece == f->tok_long;
+                break;
+            case 1:
+                piece = f->tok_a;
+                break;
+            case 2:
+                piece = f->tok_b;
+                break;
+            case 3:
+                piece = "#";
+                break;
+            case 4:
+                piece = "##";
+                break;
+            case 5:
+                piece = "#00000000000000ff";
+                break;
+            default:
+                filler[0] = "0123456789abcdefXyz #"[r % 21];
+                piece = filler;
+                break;
+            }
+            if (len + strlen(piece) > cap) {
+                break;
+            }
+            memcpy(msg + len, piece, strlen(piece));
+            len += strlen(piece);
+        }
+        assert_true(nwb_namesym_decode_max(f->t, len) > NWB__DECODE_MSG_MAX);
+        same_as_reference(f, msg, len);
+    }
+    free(msg);
+}
+
+static void test_render_decode_stops_decoding_at_the_bound(void **state)
+{
+    struct fx *f = *state;
+    const size_t ntok = NWB_LOG_RECORD_MSG_MAX / NWB_NAME_TOKEN_LEN;
+    const size_t len = ntok * NWB_NAME_TOKEN_LEN;
+    char *msg = malloc(len);
+    uint64_t dec = 0, unk = 0;
+    size_t n, k, tail;
+    int changed = 0;
+
+    assert_non_null(msg);
+    for (size_t i = 0; i < ntok; i++) {
+        memcpy(msg + i * NWB_NAME_TOKEN_LEN, f->tok_long, NWB_NAME_TOKEN_LEN);
+    }
+    n = nwb__render_decode(f->t, msg, len, 0, f->dst, &changed, &dec, &unk);
+    assert_true(changed);
+    assert_true(n <= NWB__DECODE_MSG_MAX);
+    k = (size_t)dec;
+    assert_true(k > 0 && k < ntok);
+    assert_int_equal(unk, 0);
+    /* k names, then the remaining tokens exactly as they were. */
+    for (size_t i = 0; i < k; i++) {
+        assert_memory_equal(f->dst + i * NWB_NAMESYM_MAX_STRING, f->longname,
+                            NWB_NAMESYM_MAX_STRING);
+    }
+    tail = n - k * NWB_NAMESYM_MAX_STRING;
+    assert_int_equal(tail, (ntok - k) * NWB_NAME_TOKEN_LEN);
+    assert_memory_equal(f->dst + k * NWB_NAMESYM_MAX_STRING, msg + k * NWB_NAME_TOKEN_LEN, tail);
+    /* As many as fit: one more name would have passed the bound with the rest kept raw. */
+    assert_true(n + NWB_NAMESYM_MAX_STRING - NWB_NAME_TOKEN_LEN > NWB__DECODE_MSG_MAX);
+    free(msg);
+}
+
+static void test_render_decode_record_renders_into_the_worker_buffer(void **state)
+{
+    struct fx *f = *state;
+    const size_t ntok = NWB_LOG_RECORD_MSG_MAX / NWB_NAME_TOKEN_LEN;
+    char *text = malloc(ntok * NWB_NAME_TOKEN_LEN + 1);
+    char *buf = malloc(NWB__RENDER_BUF_SIZE);
+    char *scratch = malloc(NWB__DECODE_MSG_MAX);
+    struct nwb__rec_iter it;
+    struct nwb__render rd;
+    size_t len = 0;
+    int end = 0;
+
+    assert_non_null(text);
+    assert_non_null(buf);
+    assert_non_null(scratch);
+    for (size_t i = 0; i < ntok; i++) {
+        memcpy(text + i * NWB_NAME_TOKEN_LEN, f->tok_long, NWB_NAME_TOKEN_LEN);
+    }
+    /* Two records: the first decodes to near NWB__DECODE_MSG_MAX, the second is plain. */
+    text[ntok * NWB_NAME_TOKEN_LEN - 1] = '\n';
+    nwb__rec_iter_text(&it, text, ntok * NWB_NAME_TOKEN_LEN, 1764576000000000000ull);
+    nwb__render_init(&rd, "p", 1);
+    nwb__render_set_names(&rd, f->t, scratch);
+    assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &len, &end), 0);
+    assert_int_equal(end, 1);
+    assert_int_equal(rd.records, 1);
+    assert_true(rd.decoded > 0);
+    assert_true(len > NWB__DECODE_MSG_MAX / 2 && len < NWB__RENDER_BUF_SIZE);
+    assert_int_equal(buf[len - 1], '\n');
+    free(text);
+    free(buf);
+    free(scratch);
+}
+
+/* Render @p body (a batch) to a NUL-terminated string, with or without the body scan. */
+static char *render_batch(struct fx *f, const uint8_t *body, size_t len, int scan, uint64_t *dec,
+                          uint64_t *unk)
+{
+    char *buf = malloc(NWB__RENDER_BUF_SIZE + 1);
+    char *scratch = malloc(NWB__DECODE_MSG_MAX);
+    struct nwb__rec_iter it;
+    struct nwb__render rd;
+    size_t n = 0;
+    int end = 0;
+
+    assert_non_null(buf);
+    assert_non_null(scratch);
+    nwb__rec_iter_batch(&it, body, len);
+    nwb__render_init(&rd, "p", 1);
+    nwb__render_set_names(&rd, f->t, scratch);
+    if (scan) {
+        nwb__render_set_body(&rd, body, len);
+    }
+    assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &n, &end), 0);
+    assert_int_equal(end, 1);
+    buf[n] = '\0';
+    *dec = rd.decoded;
+    *unk = rd.unknown;
+    free(scratch);
+    return buf;
+}
+
+static void test_render_decode_body_scan_finds_what_each_message_holds(void **state)
+{
+    struct fx *f = *state;
+    /* '#'s in file names, in binary header fields (line 35 = 0x23), messages with and without
+     * tokens, tokens at the very start and end of messages, an empty message. */
+    char m[8][128];
+    const char *files[8] = {"#a.c", "", "x#", f->tok_a, "", "#", "b.c", ""};
+    const char *msgs[8];
+    uint8_t body[8192];
+    nwb_log_record_t rec;
+    size_t off = NWB_LOG_BATCH_HEADER_SIZE;
+    uint64_t d1, u1, d2, u2;
+    char *a, *b;
+
+    snprintf(m[0], sizeof(m[0]), "%s", f->tok_a);
+    snprintf(m[1], sizeof(m[1]), "no token here");
+    snprintf(m[2], sizeof(m[2]), "x%s y #00000000000000ff", f->tok_b);
+    snprintf(m[3], sizeof(m[3]), "%s", "");
+    snprintf(m[4], sizeof(m[4]), "##%s #%.15s", f->tok_a, f->tok_a + 1);
+    snprintf(m[5], sizeof(m[5]), "end %s", f->tok_a);
+    snprintf(m[6], sizeof(m[6]), "plain");
+    snprintf(m[7], sizeof(m[7]), "%s%s", f->tok_b, f->tok_a);
+    nwb_log_batch_header_write(body);
+    for (int i = 0; i < 8; i++) {
+        msgs[i] = m[i];
+        memset(&rec, 0, sizeof(rec));
+        rec.time_ns = 0x2323232323232323ull + (uint64_t)i;
+        rec.thread_id = 0x23;
+        rec.line = 35;
+        rec.file = files[i];
+        rec.file_len = (uint16_t)strlen(files[i]);
+        rec.msg = msgs[i];
+        rec.msg_len = (uint32_t)strlen(msgs[i]);
+        off += nwb_log_record_encode(body + off, &rec);
+    }
+    nwb_log_batch_header_finish(body, 8, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
+    a = render_batch(f, body, off, 0, &d1, &u1);
+    b = render_batch(f, body, off, 1, &d2, &u2);
+    assert_string_equal(b, a);
+    assert_int_equal(d2, d1);
+    assert_int_equal(u2, u1);
+    assert_int_equal(d1, 5); /* m0, m2, m5, and both of m7 */
+    assert_int_equal(u1, 1); /* #00000000000000ff */
+    assert_non_null(strstr(a, "p #a.c:35: alpha\n"));
+    free(a);
+    free(b);
+}
+
+static void test_render_decode_message_without_hash_is_untouched(void **state)
+{
+    struct fx *f = *state;
+    static const char body[] = "no tokens here at all, only text of some length\n";
+    char *buf = malloc(NWB__RENDER_BUF_SIZE);
+    char *scratch = malloc(NWB__DECODE_MSG_MAX);
+    struct nwb__rec_iter it;
+    struct nwb__render rd;
+    size_t len = 0;
+    int end = 0;
+
+    assert_non_null(buf);
+    assert_non_null(scratch);
+    memset(scratch, 0x55, NWB__DECODE_MSG_MAX);
+    nwb__rec_iter_text(&it, body, sizeof(body) - 1, 1764576000000000000ull);
+    nwb__render_init(&rd, "p", 1);
+    nwb__render_set_names(&rd, f->t, scratch);
+    assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &len, &end), 0);
+    assert_int_equal(rd.decoded + rd.unknown, 0);
+    assert_int_equal((unsigned char)scratch[0], 0x55); /* never copied */
+    buf[len] = '\0';
+    assert_non_null(strstr(buf, " p no tokens here at all, only text of some length\n"));
+    free(buf);
+    free(scratch);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_render_decode_matches_the_reference_with_short_and_long_names),
+        cmocka_unit_test(test_render_decode_stops_decoding_at_the_bound),
+        cmocka_unit_test(test_render_decode_record_renders_into_the_worker_buffer),
+        cmocka_unit_test(test_render_decode_body_scan_finds_what_each_message_holds),
+        cmocka_unit_test(test_render_decode_message_without_hash_is_untouched),
+    };
+
+    return cmocka_run_group_tests_name("server.render_decode", tests, setup, teardown);
+}
