@@ -23,25 +23,6 @@
 
 #define LINES 20000
 
-/* A port nobody listens on right now (bound, read back, released). */
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-        port = ntohs(sa.sin_port);
-    }
-    close(fd);
-    return port;
-}
-
 static void test_late_server_lines_logged_before_it_starts_all_arrive(void **state)
 {
     struct nwb_test_server srv;
@@ -51,7 +32,7 @@ static void test_late_server_lines_logged_before_it_starts_all_arrive(void **sta
     nwb_client_stats_t st;
     char run[17];
     char *text;
-    const int port = free_port();
+    const int port = nwb_test_free_port();
 
     (void)state;
     assert_true(port > 0);

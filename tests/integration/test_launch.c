@@ -25,24 +25,6 @@
 #include "nwb/log.h"
 #include "test_support.h"
 
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-        port = ntohs(sa.sin_port);
-    }
-    close(fd);
-    return port;
-}
-
 /* 1 when something accepts TCP connections at @p addr ("127.0.0.1:PORT"). */
 static int answers(const char *addr)
 {
@@ -105,7 +87,7 @@ static nwb_client_t *launch_client(const char *out, char *addr, size_t addrlen, 
     nwb_client_t *client = NULL;
     char configured[64], err[256];
 
-    snprintf(configured, sizeof(configured), "127.0.0.1:%d", free_port());
+    snprintf(configured, sizeof(configured), "127.0.0.1:%d", nwb_test_free_port());
     cfg.program = "launched";
     cfg.mode = NWB_CLIENT_MODE_SERVER;
     cfg.server = configured;

@@ -237,6 +237,27 @@ size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap
     return used;
 }
 
+int nwb_test_free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = -1;
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+        port = ntohs(sa.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
 int nwb_test_connect(int port)
 {
     struct sockaddr_in sa;

@@ -41,6 +41,9 @@ int nwb_test_server_stop(struct nwb_test_server *srv, int sig, int timeout_ms);
 /* Read whatever the server wrote on stderr so far (NUL-terminated, truncated to @p cap). */
 size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap);
 
+/* A loopback port nobody listens on right now (bound, read back, released), or -1. */
+int nwb_test_free_port(void);
+
 /* Connect to 127.0.0.1:@p port (blocking socket with 10 s send/recv timeouts). Returns fd or -1. */
 int nwb_test_connect(int port);
 
