@@ -5,14 +5,15 @@
 # shellcheck disable=SC2034 # the groups are read indirectly, as NWB_DEPS_<group>.
 # Package groups. Edit only here: every script asks for groups, never for packages.
 #   build: compile nwb and its test suite (llhttp comes as generated C sources in node-llhttp).
-#   bench: peers the benchmarks under tests/bench compare against.
-#   test:  tools the test suite runs besides the build (shared/contract_smoke.py needs python3).
+#   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar).
+#   test:  tools the test suite runs besides the build (python3 for shared/contract_smoke.py,
+#          binutils for addr2line in the crash tests).
 #   valgrind: the optional valgrind stage of scripts/test.
 #   fuzz:  clang and its libFuzzer runtime for scripts/fuzz.
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
     libcmocka-dev node-llhttp"
-NWB_DEPS_bench="g++ libspdlog-dev"
-NWB_DEPS_test="python3"
+NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools"
+NWB_DEPS_test="python3 binutils"
 NWB_DEPS_valgrind="valgrind"
 NWB_DEPS_fuzz="clang libclang-rt-14-dev"
 
