@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netdb.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,8 +87,18 @@ static void test_probe_true_for_listener_false_for_closed_port(void **state)
     assert_int_equal(responder_start(&r, 0), 0);
     snprintf(port, sizeof(port), "%d", r.port);
     assert_int_equal(nwb__server_probe("127.0.0.1", port, 1000), 1);
-    /* A name: every address is tried within the one deadline (::1 refuses, 127.0.0.1 answers). */
-    assert_int_equal(nwb__server_probe("localhost", port, 1000), 1);
+    /* A name: every address is tried within the one deadline (::1 refuses, 127.0.0.1 answers).
+     * Only where the name resolves at all (a bare chroot may have no /etc/hosts). */
+    {
+        struct addrinfo hints, *res = NULL;
+
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo("localhost", port, &hints, &res) == 0) {
+            freeaddrinfo(res);
+            assert_int_equal(nwb__server_probe("localhost", port, 1000), 1);
+        }
+    }
     responder_stop(&r);
     snprintf(port, sizeof(port), "%d", responder_free_port());
     assert_int_equal(nwb__server_probe("127.0.0.1", port, 1000), 0);
