@@ -865,7 +865,7 @@ static void print_row(const char *name, size_t size, int nconns, const struct ru
         return;
     }
     if (null_r != NULL && null_r->ok && null_r->req_s > 0) {
-        snprintf(ratio, sizeof(ratio), "%.0f%%", 100.0 * r->req_s / null_r->req_s);
+        snprintf(ratio, sizeof(ratio), "%.1f%%", 100.0 * r->req_s / null_r->req_s);
     }
     if (verify && r->lines >= 0) {
         const long long want = (long long)(r->total_ok * records);
@@ -975,7 +975,7 @@ int main(int argc, char **argv)
                 snprintf(note, sizeof(note), " (disturbed: other CPU %.0f%%)", 100.0 * other);
             }
             printf("| >= %.0f%% of null req/s, all 200, all written | %zu | %d | %.0f req/s | %.0f "
-                   "req/s | %.0f%% | %s%s |\n",
+                   "req/s | %.1f%% | %s%s |\n",
                    100.0 * want, bodies[s].len, o.conns[k], n->req_s, z->req_s, 100.0 * ratio,
                    ok ? "PASS" : (measured && ratio >= want ? "FAIL (errors)" : "FAIL"), note);
         }
