@@ -606,7 +606,7 @@ int main(int argc, char **argv)
     }
 
     if (o.paced || o.unpaced) {
-        printf("### Client call latency\n\n");
+        printf("#### Client call latency\n\n");
         printf("Timer: %s at %.3f GHz, step %llu ticks (%.1f ns); median empty-call overhead "
                "%llu ticks (%.1f ns), subtracted from every sample.\n",
                NWB_BENCH_HAVE_TSC ? "rdtsc/rdtscp with lfence" : "clock_gettime", tpn,
@@ -633,7 +633,7 @@ int main(int argc, char **argv)
         print_latency(sc, &o);
     }
     if (o.throughput) {
-        printf("\n### Client sustained throughput\n\n");
+        printf("\n#### Client sustained throughput\n\n");
         printf("%llu records per thread, no pauses; wall time from the first call until the "
                "logger was flushed and destroyed (everything on disk).\n\n",
                (unsigned long long)o.tp_records);
@@ -645,7 +645,7 @@ int main(int argc, char **argv)
     printf("\n`other CPU`: cores' worth of CPU that other processes used while the case ran "
            "(machine busy time from /proc/stat minus the case's own processes); above ~0.1 the "
            "row is disturbed.\n");
-    printf("\n### Client targets\n\n");
+    printf("\n#### Client targets\n\n");
     fails = print_targets(&o);
     printf("\nclient targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
     return fails == 0 ? 0 : 1;

@@ -921,7 +921,7 @@ int main(int argc, char **argv)
     }
     nwb_free(lat);
 
-    printf("### Server ingest\n\n");
+    printf("#### Server ingest\n\n");
     printf("POST /v1/log, binary batches of ~80-byte messages, one request in flight per "
            "keep-alive connection, %.1f s measured after %.1f s warm-up%s; each server started "
            "fresh (--port 0, temp --out) per run.\n",
@@ -949,7 +949,7 @@ int main(int argc, char **argv)
     printf("\n`CPU`: share of one core during the window, for the server process, the load "
            "generator, and every other process on the machine (from /proc/stat); a large "
            "`other` means the row is disturbed.\n");
-    printf("\n### Server ingest targets\n\n");
+    printf("\n#### Server ingest targets\n\n");
     printf("| target | body | conns | nwb-logserver | null server | ratio | result |\n");
     printf("|---|---|---|---|---|---|---|\n");
     for (int s = 0; s < o.nsizes; s++) {
