@@ -23,13 +23,13 @@
 struct nwb__settings {
     char program[NWB_SAFE_NAME_MAX + 1];
     char run_id[17];
-    int mode;            /* NWB_CLIENT_MODE_SERVER or _STANDALONE after resolution */
-    char host[256];      /* server host (IPv4/IPv6 literal or name) */
-    char port[8];        /* server port */
-    char server[272];    /* "host:port" as given */
+    int mode;         /* NWB_CLIENT_MODE_SERVER or _STANDALONE after resolution */
+    char host[256];   /* server host (IPv4/IPv6 literal or name) */
+    char port[8];     /* server port */
+    char server[272]; /* "host:port" as given */
     char log_dir[1024];
     char spool_dir[1024];
-    char token[256];     /* empty: no Authorization header */
+    char token[256]; /* empty: no Authorization header */
     size_t ring_bytes;
     int full_policy;
     unsigned block_timeout_us;
@@ -97,7 +97,8 @@ struct nwb__out {
 /* Both borrow @p s and @p st for their lifetime. */
 int nwb__http_out_create(const struct nwb__settings *s, struct nwb__stats *st,
                          struct nwb__out **out, char *errbuf, size_t errlen);
-/* The standalone run directory <log_dir>/runs/<program>_<YYYYmmdd-HHMMSS>_<run> (snprintf's result). */
+/* The standalone run directory <log_dir>/runs/<program>_<YYYYmmdd-HHMMSS>_<run> (snprintf's
+ * result). */
 int nwb__run_dir_format(const struct nwb__settings *s, char *dst, size_t cap);
 int nwb__file_out_create(const struct nwb__settings *s, struct nwb__stats *st,
                          struct nwb__out **out, char *errbuf, size_t errlen);

@@ -184,19 +184,18 @@ int nwb_client_post(nwb_client_t *c, const char *path, const void *body, size_t 
         (content_encoding != NULL && !nwb__http_header_safe(content_encoding, 0))) {
         return NWB_ECONFIG;
     }
-    n = snprintf(head, sizeof(head),
-                 "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Length: %zu\r\n"
-                 "X-NWB-Program: %s\r\nX-NWB-Run: %s\r\nX-NWB-Seq: %" PRIu64 "\r\n"
-                 "%s%s%s%s%s%s%s%s%sConnection: close\r\n\r\n",
-                 path, strchr(s->host, ':') != NULL ? "[" : "", s->host,
-                 strchr(s->host, ':') != NULL ? "]" : "", s->port, len, s->program, s->run_id, seq,
-                 content_type != NULL ? "Content-Type: " : "",
-                 content_type != NULL ? content_type : "", content_type != NULL ? "\r\n" : "",
-                 content_encoding != NULL ? "Content-Encoding: " : "",
-                 content_encoding != NULL ? content_encoding : "",
-                 content_encoding != NULL ? "\r\n" : "",
-                 s->token[0] != '\0' ? "Authorization: Bearer " : "", s->token,
-                 s->token[0] != '\0' ? "\r\n" : "");
+    n = snprintf(
+        head, sizeof(head),
+        "POST %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nContent-Length: %zu\r\n"
+        "X-NWB-Program: %s\r\nX-NWB-Run: %s\r\nX-NWB-Seq: %" PRIu64 "\r\n"
+        "%s%s%s%s%s%s%s%s%sConnection: close\r\n\r\n",
+        path, strchr(s->host, ':') != NULL ? "[" : "", s->host,
+        strchr(s->host, ':') != NULL ? "]" : "", s->port, len, s->program, s->run_id, seq,
+        content_type != NULL ? "Content-Type: " : "", content_type != NULL ? content_type : "",
+        content_type != NULL ? "\r\n" : "", content_encoding != NULL ? "Content-Encoding: " : "",
+        content_encoding != NULL ? content_encoding : "", content_encoding != NULL ? "\r\n" : "",
+        s->token[0] != '\0' ? "Authorization: Bearer " : "", s->token,
+        s->token[0] != '\0' ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof(head)) {
         return NWB_ETOOBIG;
     }

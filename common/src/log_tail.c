@@ -103,7 +103,8 @@ static size_t tail_start(uint64_t head, size_t *len)
         size_t skip = 0;
         const size_t start = (size_t)(head % NWB_LOG_TAIL_BYTES);
 
-        while (skip < NWB_LOG_TAIL_BYTES && tail_ring[(start + skip) % NWB_LOG_TAIL_BYTES] != '\n') {
+        while (skip < NWB_LOG_TAIL_BYTES &&
+               tail_ring[(start + skip) % NWB_LOG_TAIL_BYTES] != '\n') {
             skip++;
         }
         skip = skip < NWB_LOG_TAIL_BYTES ? skip + 1 : 0;

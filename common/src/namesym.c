@@ -118,7 +118,8 @@ int nwb_namesym_builder_serialize(nwb_namesym_builder_t *b, const char *build_id
         const struct nwb__namesym_entry *e = &b->entries[i];
 
         if (i > 0 && e->hash == b->entries[i - 1].hash) {
-            if (e->len == b->entries[i - 1].len && memcmp(e->str, b->entries[i - 1].str, e->len) == 0) {
+            if (e->len == b->entries[i - 1].len &&
+                memcmp(e->str, b->entries[i - 1].str, e->len) == 0) {
                 continue; /* the same name added twice */
             }
             if (errbuf != NULL) {
@@ -242,8 +243,8 @@ int nwb_namesym_view_open(nwb_namesym_view_t *v, const void *data, size_t len, c
 
     memset(v, 0, sizeof(*v));
     if (len < 8 || memcmp(p, NWB_NAMESYM_MAGIC, 8) != 0) {
-        return reject(why, bad_offset, len < 8 ? "file shorter than the magic" : "bad magic",
-                      0, len < 8 ? NWB_ETRUNCATED : NWB_EMAGIC);
+        return reject(why, bad_offset, len < 8 ? "file shorter than the magic" : "bad magic", 0,
+                      len < 8 ? NWB_ETRUNCATED : NWB_EMAGIC);
     }
     if (len < 10) {
         return reject(why, bad_offset, "header truncated", len, NWB_ETRUNCATED);

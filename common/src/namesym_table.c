@@ -24,7 +24,7 @@ struct slot {
 
 struct nwb_namesym_table {
     struct slot *slots;
-    size_t mask;  /* capacity - 1, capacity a power of two */
+    size_t mask; /* capacity - 1, capacity a power of two */
     size_t count;
     size_t max_len;
     char **sources; /* owned copies of the source names, for collision reports */
@@ -183,9 +183,9 @@ long nwb_namesym_table_add_file(nwb_namesym_table_t *t, const char *path,
         snprintf(errbuf, errlen, "%s: not a regular file", path);
         return NWB_EPROTO;
     }
-    if ((uint64_t)st.st_size > (uint64_t)NWB_NAMESYM_HEADER_SIZE +
-                                   (uint64_t)NWB_NAMESYM_MAX_ENTRIES *
-                                       (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING)) {
+    if ((uint64_t)st.st_size >
+        (uint64_t)NWB_NAMESYM_HEADER_SIZE +
+            (uint64_t)NWB_NAMESYM_MAX_ENTRIES * (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING)) {
         close(fd);
         snprintf(errbuf, errlen, "%s: larger than any valid sidecar", path);
         return NWB_ETOOBIG;
@@ -237,11 +237,10 @@ const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_name_t hash
 
 /* Lowercase hex digits map to their value + 1, upper-case A-F to 17, anything else to 0. */
 static const uint8_t hexval[256] = {
-    ['0'] = 0 + 1,  ['1'] = 1 + 1,  ['2'] = 2 + 1,  ['3'] = 3 + 1,  ['4'] = 4 + 1,
-    ['5'] = 5 + 1,  ['6'] = 6 + 1,  ['7'] = 7 + 1,  ['8'] = 8 + 1,  ['9'] = 9 + 1,
-    ['a'] = 10 + 1, ['b'] = 11 + 1, ['c'] = 12 + 1, ['d'] = 13 + 1, ['e'] = 14 + 1,
-    ['f'] = 15 + 1, ['A'] = 17,     ['B'] = 17,     ['C'] = 17,     ['D'] = 17,
-    ['E'] = 17,     ['F'] = 17,
+    ['0'] = 0 + 1,  ['1'] = 1 + 1,  ['2'] = 2 + 1,  ['3'] = 3 + 1,  ['4'] = 4 + 1,  ['5'] = 5 + 1,
+    ['6'] = 6 + 1,  ['7'] = 7 + 1,  ['8'] = 8 + 1,  ['9'] = 9 + 1,  ['a'] = 10 + 1, ['b'] = 11 + 1,
+    ['c'] = 12 + 1, ['d'] = 13 + 1, ['e'] = 14 + 1, ['f'] = 15 + 1, ['A'] = 17,     ['B'] = 17,
+    ['C'] = 17,     ['D'] = 17,     ['E'] = 17,     ['F'] = 17,
 };
 
 size_t nwb_namesym_decode_max(const nwb_namesym_table_t *t, size_t len)

@@ -15,7 +15,8 @@
 static void usage(FILE *f)
 {
     fputs("usage: nwb-namesym hash NAME...\n"
-          "       nwb-namesym build --out FILE [--build-id ID] [NAME...]   (names from stdin if none)\n"
+          "       nwb-namesym build --out FILE [--build-id ID] [NAME...]   (names from stdin if "
+          "none)\n"
           "       nwb-namesym dump FILE\n"
           "       nwb-namesym merge --out FILE IN...\n"
           "       nwb-namesym check FILE\n"
@@ -211,8 +212,8 @@ static void report_collision(void *ctx, nwb_name_t h, const char *kept, const ch
     char tok[NWB_NAME_TOKEN_SIZE];
 
     nwb_name_token(h, tok);
-    fprintf(stderr, "nwb-namesym: collision %s: \"%s\" (%s) kept, \"%s\" (%s) dropped\n", tok,
-            kept, ks, dropped, ds);
+    fprintf(stderr, "nwb-namesym: collision %s: \"%s\" (%s) kept, \"%s\" (%s) dropped\n", tok, kept,
+            ks, dropped, ds);
     r->count++;
 }
 
@@ -291,8 +292,8 @@ static int cmd_decode(int argc, char **argv)
         char err[512];
 
         if (strcmp(argv[i], "--sidecar") == 0 && i + 1 < argc) {
-            if (nwb_namesym_table_add_file(t, argv[++i], report_collision, &rep, err,
-                                           sizeof(err)) < 0) {
+            if (nwb_namesym_table_add_file(t, argv[++i], report_collision, &rep, err, sizeof(err)) <
+                0) {
                 fprintf(stderr, "nwb-namesym: %s\n", err);
                 rc = 1;
             }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_log_batch.c - the log-batch wire format: round trips and every rejection the reader makes. */
+/* test_log_batch.c - the log-batch wire format: round trips and every rejection the reader makes.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,8 +37,7 @@ static size_t build_batch(uint8_t *buf, int count)
         r.msg_len = (uint32_t)strlen(msg);
         off += nwb_log_record_encode(buf + off, &r);
     }
-    nwb_log_batch_header_finish(buf, (uint32_t)count,
-                                (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
+    nwb_log_batch_header_finish(buf, (uint32_t)count, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
     return off;
 }
 
@@ -179,7 +179,8 @@ static void test_log_batch_skips_fields_a_newer_writer_appended(void **state)
     nwb_log_batch_header_write(buf);
     off += nwb_log_record_encode(buf + off, &r);
     /* grow the record by 8 extension bytes */
-    nwb_le32_store(buf + NWB_LOG_BATCH_HEADER_SIZE, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE + 8));
+    nwb_le32_store(buf + NWB_LOG_BATCH_HEADER_SIZE,
+                   (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE + 8));
     memset(buf + off, 0xee, 8);
     off += 8;
     /* a larger header_size is skipped too */

@@ -41,8 +41,8 @@ static void test_log_line_formats_time_level_thread_program_source_message(void 
     r.msg = "hello 100%";
     r.msg_len = 10;
     format(out, sizeof(out), &r, "mygame");
-    assert_string_equal(out,
-                        "2023-11-14T22:13:20.000000042Z WARNING 77 mygame src/main.c:42: hello 100%\n");
+    assert_string_equal(
+        out, "2023-11-14T22:13:20.000000042Z WARNING 77 mygame src/main.c:42: hello 100%\n");
 }
 
 static void test_log_line_omits_source_when_absent(void **state)
@@ -63,7 +63,8 @@ static void test_log_line_escapes_control_bytes_to_stay_one_line(void **state)
 {
     char out[512];
     nwb_log_record_t r;
-    const char msg[] = "a\nb\rc\x01" "d\te\x7f";
+    const char msg[] = "a\nb\rc\x01"
+                       "d\te\x7f";
 
     (void)state;
     memset(&r, 0, sizeof(r));

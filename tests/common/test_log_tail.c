@@ -43,7 +43,8 @@ static void test_log_tail_keeps_lines_in_order(void **state)
     append(2);
     n = nwb_log_tail_copy(buf, sizeof(buf) - 1);
     buf[n] = '\0';
-    assert_string_equal(buf, "1001 ERROR 7 f.c:9: tail line 000001\n1002 ERROR 7 f.c:9: tail line 000002\n");
+    assert_string_equal(
+        buf, "1001 ERROR 7 f.c:9: tail line 000001\n1002 ERROR 7 f.c:9: tail line 000002\n");
 }
 
 static void test_log_tail_wraps_keeping_only_whole_newest_lines(void **state)

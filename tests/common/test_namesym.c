@@ -29,7 +29,8 @@ static uint8_t *build(const char *const *names, size_t n, size_t *len)
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(nwb_namesym_builder_add(&b, names[i], strlen(names[i])), 0);
     }
-    assert_int_equal(nwb_namesym_builder_serialize(&b, "build-1234", &out, len, err, sizeof(err)), 0);
+    assert_int_equal(nwb_namesym_builder_serialize(&b, "build-1234", &out, len, err, sizeof(err)),
+                     0);
     nwb_namesym_builder_cleanup(&b);
     return out;
 }

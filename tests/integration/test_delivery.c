@@ -32,7 +32,8 @@ static void *produce(void *arg)
     const struct producer *p = arg;
 
     for (int n = 0; n < PER_THREAD; n++) {
-        NWB_LOGGER_ESSENTIAL_INFO("itest-num t%d n%d payload %s", p->index, n, "abcdefghijklmnopqrstuvwxyz");
+        NWB_LOGGER_ESSENTIAL_INFO("itest-num t%d n%d payload %s", p->index, n,
+                                  "abcdefghijklmnopqrstuvwxyz");
     }
     return NULL;
 }

@@ -40,13 +40,13 @@ int main(int argc, char **argv)
         const nwb_name_t n = nwb_name_make(names[i]);
 
         NWB_LOGGER_ESSENTIAL_INFO("name %zu is %s (owner=%s)", i, nwb_name_str(n, buf),
-                        nwb_name_str(n, buf));
+                                  nwb_name_str(n, buf));
     }
     {
         char a[NWB_NAME_TOKEN_SIZE], b[NWB_NAME_TOKEN_SIZE];
 
         NWB_LOGGER_ESSENTIAL_INFO("adjacent %s%s end", nwb_name_str(nwb_name_make("ui/hud"), a),
-                        nwb_name_str(nwb_name_make("audio/music_bank"), b));
+                                  nwb_name_str(nwb_name_make("audio/music_bank"), b));
         NWB_LOGGER_ESSENTIAL_INFO("never made: %s", nwb_name_str(0x00000000000000ffull, a));
     }
     if (nwb_client_flush(client, 10000) != 0) {

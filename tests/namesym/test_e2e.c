@@ -66,8 +66,8 @@ static int copy_file(const char *from, const char *to)
     return ok ? 0 : -1;
 }
 
-static void test_e2e_tokens_from_an_optimized_build_are_decoded_with_the_buildmode_sidecar(
-    void **state)
+static void
+test_e2e_tokens_from_an_optimized_build_are_decoded_with_the_buildmode_sidecar(void **state)
 {
     char work[512], syms[600], sidecar[600], dst[700], addr[80], logpath[1024];
     char tok[NWB_NAME_TOKEN_SIZE];
@@ -88,10 +88,11 @@ static void test_e2e_tokens_from_an_optimized_build_are_decoded_with_the_buildmo
         assert_int_equal(run(argv, work), 0);
     }
     assert_int_equal(access(sidecar, R_OK), 0);
-    assert_int_equal(nwb_test_find_run_log(work, "namesym_prog", "bm000001", logpath,
-                                           sizeof(logpath)), 0);
+    assert_int_equal(
+        nwb_test_find_run_log(work, "namesym_prog", "bm000001", logpath, sizeof(logpath)), 0);
     text = nwb_test_read_file(logpath, NULL);
-    assert_non_null(strstr(text, "name 0 is textures/hero_diffuse.png (owner=textures/hero_diffuse.png)"));
+    assert_non_null(
+        strstr(text, "name 0 is textures/hero_diffuse.png (owner=textures/hero_diffuse.png)"));
     free(text);
 
     /* 2. The server loads the sidecar; the normal build logs tokens to it. */
@@ -108,11 +109,12 @@ static void test_e2e_tokens_from_an_optimized_build_are_decoded_with_the_buildmo
 
         assert_int_equal(run(argv, work), 0);
     }
-    assert_int_equal(nwb_test_find_run_log(work, "namesym_prog", "opt00001", logpath,
-                                           sizeof(logpath)), 0);
+    assert_int_equal(
+        nwb_test_find_run_log(work, "namesym_prog", "opt00001", logpath, sizeof(logpath)), 0);
     text = nwb_test_read_file(logpath, NULL);
     assert_non_null(text);
-    assert_non_null(strstr(text, "name 0 is textures/hero_diffuse.png (owner=textures/hero_diffuse.png)"));
+    assert_non_null(
+        strstr(text, "name 0 is textures/hero_diffuse.png (owner=textures/hero_diffuse.png)"));
     assert_non_null(strstr(text, "name 2 is core/task/cpu/scheduler"));
     assert_non_null(strstr(text, "adjacent ui/hudaudio/music_bank end"));
     /* A token no sidecar knows stays exactly as it was. */

@@ -68,7 +68,7 @@ typedef struct nwb_client_config {
 #define NWB_CLIENT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, NULL, NWB_CLIENT_MODE_AUTO, NULL, NULL, NULL, 256u * 1024u, NWB_CLIENT_FULL_DROP,    \
-            1000u, 1, 8u * 1024u * 1024u, 64u * 1024u * 1024u, 64u * 1024u, 20u, 0, 0, NULL, NULL \
+            1000u, 1, 8u * 1024u * 1024u, 64u * 1024u * 1024u, 64u * 1024u, 20u, 0, 0, NULL, NULL  \
     }
 
 /**
@@ -116,15 +116,15 @@ NWB_API void nwb_client_startup_failed(nwb_client_t *client);
 
 /** Counters; each is monotonic over the client's life. */
 typedef struct nwb_client_stats {
-    uint64_t records_accepted;  /* taken into a ring */
-    uint64_t records_dropped;   /* ring full (or blocked past the timeout) */
-    uint64_t records_written;   /* standalone: written to the file; server: acknowledged */
-    uint64_t batches_sent;      /* POSTs answered 200 */
-    uint64_t batches_resent;    /* retries after a failure */
-    uint64_t batches_spooled;   /* written to the spool file */
-    uint64_t batches_dropped;   /* spool cap reached: oldest dropped */
-    uint64_t write_errors;      /* file writes that failed */
-    uint64_t connects;          /* TCP connections opened */
+    uint64_t records_accepted; /* taken into a ring */
+    uint64_t records_dropped;  /* ring full (or blocked past the timeout) */
+    uint64_t records_written;  /* standalone: written to the file; server: acknowledged */
+    uint64_t batches_sent;     /* POSTs answered 200 */
+    uint64_t batches_resent;   /* retries after a failure */
+    uint64_t batches_spooled;  /* written to the spool file */
+    uint64_t batches_dropped;  /* spool cap reached: oldest dropped */
+    uint64_t write_errors;     /* file writes that failed */
+    uint64_t connects;         /* TCP connections opened */
 } nwb_client_stats_t;
 
 NWB_API void nwb_client_stats_get(nwb_client_t *client, nwb_client_stats_t *out);

@@ -40,7 +40,8 @@ typedef struct nwb_namesym_builder {
 } nwb_namesym_builder_t;
 
 NWB_API void nwb_namesym_builder_init(nwb_namesym_builder_t *b);
-/** Add @p s (@p len bytes, copied). Duplicated strings are kept once. Returns 0 or UV_ENOMEM-style -ENOMEM. */
+/** Add @p s (@p len bytes, copied). Duplicated strings are kept once. Returns 0 or UV_ENOMEM-style
+ * -ENOMEM. */
 NWB_API int nwb_namesym_builder_add(nwb_namesym_builder_t *b, const char *s, size_t len);
 /**
  * Sort and serialise into a nwb_malloc'd buffer (@p *out, returned-owned,
