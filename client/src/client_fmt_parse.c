@@ -183,11 +183,48 @@ static int conv_parse(const char *pct, struct nwb__conv *c)
 int nwb__fmt_next(const char *p, struct nwb__conv *c)
 {
     const char *pct = strchr(p, '%');
+    uint8_t kind;
 
     if (pct == NULL) {
         return 0;
     }
-    return conv_parse(pct, c);
+    /* A bare "%d", "%s", "%f"...: what conv_parse gives, without walking flags and lengths
+     * (the worker walks every record's format with this). */
+    switch (pct[1]) {
+    case 'd':
+    case 'i':
+    case 'o':
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'c':
+        kind = NWB__ARG_INT;
+        break;
+    case 's':
+        kind = NWB__ARG_STR;
+        break;
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G':
+    case 'a':
+    case 'A':
+        kind = NWB__ARG_DOUBLE;
+        break;
+    case 'p':
+        kind = NWB__ARG_PTR;
+        break;
+    default:
+        return conv_parse(pct, c);
+    }
+    memset(c, 0, sizeof(*c));
+    c->start = pct;
+    c->len = 2;
+    c->kind = kind;
+    c->prec = -1;
+    return 1;
 }
 
 /* 1 when some conversion of @p fmt is %n, even after an unsupported one. */

@@ -2,7 +2,8 @@
 /*
  * client_fmt_render.c - the worker's half of deferred formatting: walk a
  * site's format and snprintf each conversion with the argument captured by
- * the producer (client_fmt.h), so the text equals what printf would print.
+ * the producer (client_fmt.h), so the text equals what printf would print
+ * (%d, %s and %f take exact fast paths that print the same bytes).
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "nwb/log_batch.h"
 
 #include "client_fmt.h"
+#include "client_fmt_float.h"
 
 _Static_assert(sizeof(long) <= 8 && sizeof(long long) <= 8 && sizeof(size_t) <= 8 &&
                    sizeof(intmax_t) <= 8 && sizeof(ptrdiff_t) <= 8 && sizeof(void *) <= 8 &&
@@ -81,24 +83,22 @@ static const char *take_str(struct args *a, uint32_t *sflags)
 static int emit_plain_int(char *dst, size_t room, int v)
 {
     char tmp[12];
-    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
-    int n = 0, len;
+    char *const end = tmp + sizeof(tmp);
+    const unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    char *d = nwb__fmtf_utoa(end, u);
+    size_t len;
 
-    do {
-        tmp[n++] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u != 0);
     if (v < 0) {
-        tmp[n++] = '-';
+        *--d = '-';
     }
-    len = n;
-    for (size_t i = 0; n > 0 && i + 1 < room; i++) {
-        dst[i] = tmp[--n];
-    }
+    len = (size_t)(end - d);
     if (room > 0) {
-        dst[(size_t)len < room ? (size_t)len : room - 1] = '\0';
+        const size_t n = len < room - 1u ? len : room - 1u;
+
+        memcpy(dst, d, n);
+        dst[n] = '\0';
     }
-    return len;
+    return (int)len;
 }
 
 /* "%s" of @p str, exactly as snprintf would write it. */
@@ -117,27 +117,30 @@ static int emit_plain_str(char *dst, size_t room, const char *str)
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-/* snprintf one conversion; @p spec is its NUL-terminated text from '%'. */
+/* snprintf one conversion, its text from '%' copied into @p spec and NUL-terminated first. */
 #define EMIT(val)                                                                                  \
-    (c->star_width && c->star_prec ? snprintf(dst, room, spec, w, pr, val)                         \
+    (memcpy(spec, c->start, c->len), spec[c->len] = '\0',                                          \
+     c->star_width && c->star_prec ? snprintf(dst, room, spec, w, pr, val)                         \
      : c->star_width               ? snprintf(dst, room, spec, w, val)                             \
      : c->star_prec                ? snprintf(dst, room, spec, pr, val)                            \
                                    : snprintf(dst, room, spec, val))
 
-static int emit_conv(char *dst, size_t room, const char *spec, const struct nwb__conv *c,
-                     struct args *a, uint32_t *sflags)
+static int emit_conv(char *dst, size_t room, const struct nwb__conv *c, struct args *a,
+                     uint32_t *sflags)
 {
+    char spec[NWB__FMT_SPEC_MAX + 1];
     const int w = c->star_width ? take_int(a) : 0;
     const int pr = c->star_prec ? take_int(a) : 0;
+    const char conv = c->start[c->len - 1u];
     const uint8_t *s;
 
     /* The plainest conversions, the most common in game logs, skip snprintf's parsing. */
-    const int plain = spec[2] == '\0' && !c->star_width && !c->star_prec;
+    const int plain = c->len == 2u && !c->star_width && !c->star_prec;
 
     *sflags = 0;
     switch (c->kind) {
     case NWB__ARG_INT:
-        if (plain && (spec[1] == 'd' || spec[1] == 'i')) {
+        if (plain && (conv == 'd' || conv == 'i')) {
             return emit_plain_int(dst, room, take_int(a));
         }
         return EMIT(take_int(a));
@@ -146,7 +149,7 @@ static int emit_conv(char *dst, size_t room, const char *spec, const struct nwb_
     case NWB__ARG_STR_PLIT: {
         const char *str = take_str(a, sflags);
 
-        if (plain && spec[1] == 's') {
+        if (plain && conv == 's') {
             return emit_plain_str(dst, room, str);
         }
         return EMIT(str);
@@ -200,6 +203,14 @@ static int emit_conv(char *dst, size_t room, const char *spec, const struct nwb_
         double v;
 
         memcpy(&v, s, sizeof(v));
+        if (conv == 'f' || conv == 'F') {
+            /* %f without glibc's multi-precision path when the exact fast path takes it */
+            const int n = nwb__fmt_float_f(dst, room, c->start, c->len, w, pr, v);
+
+            if (n >= 0) {
+                return n;
+            }
+        }
         return EMIT(v);
     }
     case NWB__ARG_PTR: {
@@ -230,7 +241,6 @@ size_t nwb__fmt_render(const char *fmt, const uint8_t *slots, size_t slot_bytes,
 
     for (;;) {
         size_t lit;
-        char spec[NWB__FMT_SPEC_MAX + 1];
         uint32_t sflags;
         int n;
 
@@ -254,9 +264,7 @@ size_t nwb__fmt_render(const char *fmt, const uint8_t *slots, size_t slot_bytes,
             dst[pos++] = '%';
             continue;
         }
-        memcpy(spec, c.start, c.len);
-        spec[c.len] = '\0';
-        n = emit_conv(dst + pos, cap - pos, spec, &c, &a, &sflags);
+        n = emit_conv(dst + pos, cap - pos, &c, &a, &sflags);
         if (n < 0) {
             n = 0;
         }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -362,7 +363,50 @@ static inline uint8_t *reserve_try(struct nwb__ring *r, uint32_t size, uint64_t 
     return reserve_after_gap(r, size, now);
 }
 
-/* The ring is full: wait (BLOCK policy) or drop and count. */
+/* A BLOCK producer spins this many times (pause) before it sleeps on its ring's futex. */
+#define BLOCK_SPINS 64u
+/* Longest single futex sleep: a missed wake-up or destroy's "closing" costs at most this. */
+#define BLOCK_NAP_NS 1000000u
+
+/*
+ * Sleep on @p r's wake_seq until the worker moves the tail (or @p until,
+ * monotonic ns, at most BLOCK_NAP_NS from now). Returns the reserved room
+ * when it appeared before sleeping, else NULL (the caller tries again).
+ */
+static uint8_t *block_nap(struct nwb_client *c, struct nwb__ring *r, uint32_t size, uint64_t now,
+                          uint64_t until)
+{
+    const unsigned seq = atomic_load_explicit(&r->wake_seq, memory_order_acquire);
+    struct timespec ts;
+    uint64_t t = mono_ns();
+    uint8_t *dst;
+
+    /* Dekker pair with the worker's "store tail; fence; read waiting" (client_worker.c). */
+    atomic_store_explicit(&r->waiting, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    dst = reserve_try(r, size, now);
+    if (dst != NULL || t >= until || atomic_load_explicit(&c->closing, memory_order_relaxed)) {
+        atomic_store_explicit(&r->waiting, 0, memory_order_relaxed);
+        return dst;
+    }
+    if (atomic_load_explicit(&c->sleeping, memory_order_relaxed) != NWB__SLEEP_AWAKE) {
+        nwb__worker_wake(c, 0);
+    }
+    t = until - t < BLOCK_NAP_NS ? until - t : BLOCK_NAP_NS;
+    ts.tv_sec = 0;
+    ts.tv_nsec = (long)t;
+    /* EAGAIN (seq moved), EINTR, ETIMEDOUT: all mean "look again" */
+    (void)syscall(SYS_futex, (uint32_t *)(uintptr_t)&r->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
+                  NULL, 0);
+    atomic_store_explicit(&r->waiting, 0, memory_order_relaxed);
+    return NULL;
+}
+
+/*
+ * The ring is full: wait (BLOCK policy) or drop and count. Waiting spins
+ * briefly, then sleeps on the ring's futex so that on a small machine the
+ * waiting thread gives its CPU to the worker that makes the room.
+ */
 static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer *p,
                                           struct nwb__ring *r, uint32_t size, uint64_t now)
 {
@@ -373,12 +417,15 @@ static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer 
         for (unsigned spin = 1;; spin++) {
             uint8_t *dst;
 
-            if (spin < 64) {
+            if (spin < BLOCK_SPINS) {
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
             } else {
-                sched_yield();
+                dst = block_nap(c, r, size, now, deadline);
+                if (dst != NULL) {
+                    return dst;
+                }
             }
             dst = reserve_try(r, size, now);
             if (dst != NULL) {
@@ -387,7 +434,7 @@ static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer 
             if (atomic_load_explicit(&c->closing, memory_order_relaxed) != 0) {
                 break;
             }
-            if ((spin & 15u) == 0 && mono_ns() >= deadline) {
+            if ((spin >= BLOCK_SPINS || (spin & 15u) == 0) && mono_ns() >= deadline) {
                 break;
             }
         }

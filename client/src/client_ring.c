@@ -42,6 +42,8 @@ struct nwb__ring *nwb__ring_create(uint64_t cap, uint64_t thread_id)
     atomic_init(&r->accepted, 0);
     atomic_init(&r->dropped, 0);
     atomic_init(&r->closed, 0);
+    atomic_init(&r->wake_seq, 0u);
+    atomic_init(&r->waiting, 0);
     r->buf = aligned + hdr;
     /* Touch every page now (the thread's first call may be slow), not on later calls. */
     memset(r->buf, 0, (size_t)cap);

@@ -53,6 +53,10 @@ struct nwb__ring {
      * its line: the worker's private cursors below change on every record, tail only every
      * few records, so a producer spinning for room does not pull the line away each time. */
     _Alignas(64) atomic_uint_fast64_t tail;
+    /* A BLOCK producer that found no room sleeps on wake_seq (a futex word) with waiting = 1;
+     * the worker, after moving tail, bumps wake_seq and wakes it (only when waiting is set). */
+    atomic_uint wake_seq;
+    atomic_int waiting;
 
     /* Worker-private cursors. */
     _Alignas(64) uint64_t drain_head; /* head seen at the start of this round */

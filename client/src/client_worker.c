@@ -8,12 +8,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nwb/alloc.h"
@@ -178,6 +180,26 @@ static const struct nwb__rec *ring_peek(struct nwb__ring *r)
 #define TAIL_PUBLISH_EVERY 16u
 
 /*
+ * Hand @p r's consumed space back to its producer. A BLOCK producer that
+ * sleeps for room (waiting set) is woken once half the ring is free, or
+ * whatever is free at the end of a round (@p end). Nobody waiting costs a
+ * fence and a load of a line the worker owns anyway.
+ */
+static inline void tail_publish(struct nwb__ring *r, int end)
+{
+    atomic_store_explicit(&r->tail, r->drain_tail, memory_order_release);
+    /* Dekker pair with the producer's "waiting = 1; fence; read tail" (client_producer.c). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (NWB_UNLIKELY(atomic_load_explicit(&r->waiting, memory_order_relaxed) != 0) &&
+        (end || r->drain_head - r->drain_tail <= r->cap / 2u) &&
+        atomic_exchange_explicit(&r->waiting, 0, memory_order_acq_rel) != 0) {
+        atomic_fetch_add_explicit(&r->wake_seq, 1u, memory_order_release);
+        (void)syscall(SYS_futex, (uint32_t *)(uintptr_t)&r->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL,
+                      NULL, 0);
+    }
+}
+
+/*
  * One round: hand the records published so far to the output, merging the
  * rings by timestamp (each ring stays in its own order), at most
  * DRAIN_BUDGET records. Returns 1 when any ring's tail moved.
@@ -221,7 +243,7 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
         /* Hand space back every TAIL_PUBLISH_EVERY records (and at the end of the round, below)
          * rather than after each one: fewer stores to the line a waiting producer reads. */
         if ((n + 1) % TAIL_PUBLISH_EVERY == 0) {
-            atomic_store_explicit(&best->tail, best->drain_tail, memory_order_release);
+            tail_publish(best, 0);
         }
         moved = 1;
     }
@@ -229,8 +251,10 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
         struct nwb__ring *r = w->rings[i];
 
         if (r->drain_tail != atomic_load_explicit(&r->tail, memory_order_relaxed)) {
-            atomic_store_explicit(&r->tail, r->drain_tail, memory_order_release);
+            tail_publish(r, 1);
             moved = 1;
+        } else if (NWB_UNLIKELY(atomic_load_explicit(&r->waiting, memory_order_relaxed) != 0)) {
+            tail_publish(r, 1); /* published mid-round already: the waiter still needs a wake */
         }
     }
     return moved;

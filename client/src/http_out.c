@@ -118,6 +118,7 @@ struct http_out {
     uint64_t rejected;
     int reported_conn;
     int reported_reject;
+    int reported_auth; /* a 401/403 was reported (once per client) */
     int reported_spool;
     int reported_toobig;
 };
@@ -763,6 +764,37 @@ static int is_retryable(int status)
     return status == 503 || status == 429 || status == 408;
 }
 
+/*
+ * 401/403: the token is missing or wrong, a configuration error that no
+ * retry of this batch fixes but a corrected server or client run does.
+ * Reported once; the batch is kept as for a server that is down (memory,
+ * then the spool, and spooled at once while shutting down) and retried with
+ * the full backoff, never dropped for it.
+ */
+static void on_auth_refused(struct http_out *o, uint64_t now, int status)
+{
+    if (!o->reported_auth) {
+        o->reported_auth = 1;
+        nwb__net_report("nwb-logserver at %s refused this client with HTTP %d (%s); batches are "
+                        "kept (memory, then the spool in %s) and retried",
+                        o->s->server, status,
+                        o->s->token[0] != '\0'
+                            ? "wrong token: config token, $NWB_LOGSERVER_TOKEN or "
+                              "$NWB_LOGSERVER_TOKEN_FILE is not the server's --token-file"
+                            : "no token configured: set config token, $NWB_LOGSERVER_TOKEN or "
+                              "$NWB_LOGSERVER_TOKEN_FILE",
+                        o->s->spool_dir[0] != '\0' ? o->s->spool_dir : "(none)");
+    }
+    o->failing = 1;
+    backoff(o, now);
+    if (o->slot.b != NULL && o->slot.abandoned) {
+        slot_resolve(o, 0);
+    }
+    if (o->closing) {
+        spool_all(o, now);
+    }
+}
+
 static void on_response(struct http_out *o, uint64_t now, int trailing)
 {
     const int status = o->resp.status;
@@ -790,6 +822,8 @@ static void on_response(struct http_out *o, uint64_t now, int trailing)
         if (o->slot.b != NULL && o->slot.abandoned) {
             slot_resolve(o, 0);
         }
+    } else if (status == 401 || status == 403) {
+        on_auth_refused(o, now, status);
     } else if (status >= 400 && status < 500) {
         o->rejected++;
         if (!o->reported_reject) {

@@ -25,7 +25,7 @@
 static const char usage[] =
     "usage: nwb-log [--level info|warning|error] [--program NAME] [--run ID]\n"
     "               [--no-logserver] [--logserver=HOST:PORT] [--log-dir DIR]\n"
-    "               [--timeout-ms N] [--] [MESSAGE...]\n"
+    "               [--token-file FILE] [--timeout-ms N] [--] [MESSAGE...]\n"
     "\n"
     "Logs MESSAGE (the arguments joined by spaces) as one record, or, without\n"
     "arguments, every line of stdin as one record, through the nwb logger client.\n"
@@ -38,6 +38,9 @@ static const char usage[] =
     "                       127.0.0.1:7650 when it answers, else standalone)\n"
     "  --log-dir DIR        standalone output and spool root (default: $NWB_LOG_DIR or\n"
     "                       ./nwb-logs)\n"
+    "  --token-file FILE    send FILE's content (one trailing newline dropped) as the\n"
+    "                       bearer token (default: $NWB_LOGSERVER_TOKEN, else the file\n"
+    "                       $NWB_LOGSERVER_TOKEN_FILE names)\n"
     "  --timeout-ms N       wait at most N ms for delivery or spooling (default 10000)\n"
     "  --help               this text\n"
     "\n"
@@ -178,6 +181,37 @@ static int log_stdin(int level)
     return 0;
 }
 
+/* The token in @p path into @p dst (@p cap bytes): one trailing LF / CRLF dropped. 0 or -1. */
+static int token_read(const char *path, char *dst, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n;
+
+    if (f == NULL) {
+        fprintf(stderr, "nwb-log: --token-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    n = fread(dst, 1, cap - 1, f);
+    dst[n] = '\0';
+    if (n == cap - 1 && fgetc(f) != EOF) {
+        n = cap; /* too long */
+    }
+    fclose(f);
+    if (n > 0 && n < cap && dst[n - 1] == '\n') {
+        dst[--n] = '\0';
+        if (n > 0 && dst[n - 1] == '\r') {
+            dst[--n] = '\0';
+        }
+    }
+    if (n == 0 || n >= cap - 1 || strlen(dst) != n) {
+        fprintf(stderr, "nwb-log: --token-file %s: empty, longer than 255 bytes or holds NUL\n",
+                path);
+        memset(dst, 0, cap);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     nwb_client_config_t cfg = NWB_CLIENT_CONFIG_INIT;
@@ -190,6 +224,7 @@ int main(int argc, char **argv)
     char spool_dir[4096];
     char program[80];
     char run[32];
+    char token[258];
     int server_mode;
     int ok;
     int rc;
@@ -227,6 +262,11 @@ int main(int argc, char **argv)
             cfg.run_id = v;
         } else if ((v = opt_value(argc, argv, &i, "--log-dir", &missing)) != NULL) {
             cfg.log_dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--token-file", &missing)) != NULL) {
+            if (token_read(v, token, sizeof(token)) != 0) {
+                return EXIT_USAGE;
+            }
+            cfg.token = token;
         } else if ((v = opt_value(argc, argv, &i, "--timeout-ms", &missing)) != NULL) {
             char *end = NULL;
 

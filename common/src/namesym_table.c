@@ -2,7 +2,8 @@
 /*
  * namesym_table.c - a decoding table merged from .namesym sidecars (an
  * open-addressing map from hash to sanitised string) and the token decoder
- * that rewrites "#" + 16-hex-digit tokens in log text.
+ * that rewrites "#" + 16-hex-digit tokens in log text (memchr to each '#',
+ * the 16 digits checked and parsed at once with SSE2 where there is SSE2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
@@ -251,6 +256,44 @@ size_t nwb_namesym_decode_max(const nwb_namesym_table_t *t, size_t len)
     return len + tokens * grow;
 }
 
+/* The 16 digits at @p d as a hash: 1, or 0 when one is not a lower-case hex digit. */
+static int token_digits(const char *d, uint64_t *out)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+    /* Signed compares check '0'..'9' and 'a'..'f' (bytes >= 0x80 are negative and fail), each
+     * digit becomes its nibble, nibble pairs are merged into bytes and packed; the first digit's
+     * byte is the top byte of the hash. server/src/log_decode.c does the same. */
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)d);
+    const __m128i dig = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+    const __m128i low = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('f' + 1)));
+    __m128i nib, pairs;
+
+    if (_mm_movemask_epi8(_mm_or_si128(dig, low)) != 0xffff) {
+        return 0;
+    }
+    nib = _mm_add_epi8(_mm_and_si128(v, _mm_set1_epi8(0x0f)), _mm_and_si128(low, _mm_set1_epi8(9)));
+    pairs = _mm_or_si128(_mm_slli_epi16(nib, 4), _mm_srli_epi16(nib, 8));
+    pairs = _mm_packus_epi16(_mm_and_si128(pairs, _mm_set1_epi16(0x00ff)), pairs);
+    *out = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(pairs));
+    return 1;
+#else
+    uint64_t h = 0;
+
+    for (int i = 0; i < 16; i++) {
+        const uint8_t v = hexval[(unsigned char)d[i]];
+
+        if (v == 0 || v == 17) {
+            return 0;
+        }
+        h = (h << 4) | (uint64_t)(v - 1);
+    }
+    *out = h;
+    return 1;
+#endif
+}
+
 size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t len, char *dst,
                           uint64_t *decoded, uint64_t *unknown)
 {
@@ -261,7 +304,6 @@ size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t
     while (p < end) {
         const char *hash = memchr(p, '#', (size_t)(end - p));
         uint64_t h = 0;
-        int ok = 1;
 
         if (hash == NULL) {
             break;
@@ -270,17 +312,8 @@ size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t
         if (end - hash < (ptrdiff_t)NWB_NAME_TOKEN_LEN || (hash > text && hash[-1] == '#')) {
             continue;
         }
-        for (int i = 1; i <= 16; i++) {
-            const uint8_t v = hexval[(unsigned char)hash[i]];
-
-            if (v == 0 || v == 17) {
-                ok = 0;
-                break;
-            }
-            h = (h << 4) | (uint64_t)(v - 1);
-        }
-        if (!ok || (hash + NWB_NAME_TOKEN_LEN < end &&
-                    hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
+        if (!token_digits(hash + 1, &h) || (hash + NWB_NAME_TOKEN_LEN < end &&
+                                            hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
             continue;
         }
         {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * http_conn.c - one client connection: reads into the shared read buffer (or
- * straight into the body buffer once a Content-Length body is under way),
+ * straight into the body buffer once a Content-Length body is under way; after
+ * a big body the next head is read short so the body is not copied),
  * drives the request parser, enforces the per-connection bounds and timers,
  * routes complete requests and writes their answers. One request at a time:
  * bytes of a pipelined next request wait in a bounded stash. A connection
@@ -26,6 +27,30 @@ static int parse_state(int state)
     return state == NWB__CONN_IDLE || state == NWB__CONN_HEAD || state == NWB__CONN_BODY;
 }
 
+/* A body buffer of at least @p cap bytes (its size in *got): pooled sizes come from the pool. */
+static uint8_t *body_buf_get(struct nwb_server *srv, size_t cap, size_t *got)
+{
+    if (cap > NWB__BODY_POOL_CAP / 2 && cap <= NWB__BODY_POOL_CAP) {
+        *got = NWB__BODY_POOL_CAP;
+        if (srv->body_pool_n > 0) {
+            return srv->body_pool[--srv->body_pool_n];
+        }
+        return nwb_malloc(NWB__BODY_POOL_CAP);
+    }
+    *got = cap;
+    return nwb_malloc(cap);
+}
+
+/* Give back a body buffer of @p cap bytes: kept when it is a pooled size and there is room. */
+static void body_buf_put(struct nwb_server *srv, uint8_t *b, size_t cap)
+{
+    if (b != NULL && cap == NWB__BODY_POOL_CAP && srv->body_pool_n < NWB__BODY_POOL_MAX) {
+        srv->body_pool[srv->body_pool_n++] = b;
+        return;
+    }
+    nwb_free(b);
+}
+
 static void conn_free(struct nwb__conn *c)
 {
     struct nwb_server *srv = c->srv;
@@ -39,7 +64,13 @@ static void conn_free(struct nwb__conn *c)
         c->next->prev = c->prev;
     }
     srv->conn_count--;
-    nwb_free(c->body);
+    body_buf_put(srv, c->body, c->body_cap);
+    if (srv->conn_count == 0) {
+        /* No connection left to reuse them. */
+        while (srv->body_pool_n > 0) {
+            nwb_free(srv->body_pool[--srv->body_pool_n]);
+        }
+    }
     nwb_free(c->pend);
     nwb_free(c->resp_body);
     nwb_free(c);
@@ -61,7 +92,7 @@ static void body_release(struct nwb__conn *c)
     if (c->job_out) {
         return;
     }
-    nwb_free(c->body);
+    body_buf_put(c->srv, c->body, c->body_cap);
     c->body = NULL;
     c->body_len = c->body_cap = 0;
     if (c->reserved > 0 || c->wait_list != 0) {
@@ -343,11 +374,11 @@ static int body_alloc(struct nwb__conn *c)
     if (cap == 0) {
         return 0;
     }
-    c->body = nwb_malloc(cap);
+    c->body = body_buf_get(c->srv, cap, &c->body_cap);
     if (c->body == NULL) {
+        c->body_cap = 0;
         return 503;
     }
-    c->body_cap = cap;
     return 0;
 }
 
@@ -419,6 +450,9 @@ static void conn_on_head(struct nwb__conn *c)
         c->close_after = 1;
     }
     c->state = NWB__CONN_BODY;
+    if (nwb__auth_reject(c)) { /* auth.c: 401 and close, before routing and any body byte */
+        return;
+    }
     if (c->route == NULL) {
         early(c, 404, "no such endpoint");
     } else if ((c->route->methods & nwb__router_method_bit(r->method)) == 0) {
@@ -479,6 +513,7 @@ static void conn_on_done(struct nwb__conn *c)
 {
     uv_timer_stop(&c->timer);
     c->state = NWB__CONN_HANDLING;
+    c->last_body_len = c->body_len;
     if (c->early_status != 0) {
         nwb__conn_respond_error(c, c->early_status, c->early_reason);
         return;
@@ -596,14 +631,24 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
     (void)suggested;
     if (c->state == NWB__CONN_LINGER || (parse_state(c->state) && c->pend_len == 0)) {
+        /* The body's own bytes only: a pooled buffer is larger, and what follows the body
+         * belongs to the next request. */
+        const size_t want = c->body_cap < (size_t)c->req.content_length
+                                ? c->body_cap
+                                : (size_t)c->req.content_length;
+
         if (c->state == NWB__CONN_BODY && c->body != NULL && !c->req.chunked && !c->discard_body &&
-            c->body_len < c->body_cap) {
+            c->body_len < want) {
             /* Content-Length body under way: read it in place, no copy. */
-            *buf =
-                uv_buf_init((char *)c->body + c->body_len, (unsigned)(c->body_cap - c->body_len));
+            *buf = uv_buf_init((char *)c->body + c->body_len, (unsigned)(want - c->body_len));
             return;
         }
-        *buf = uv_buf_init(c->srv->read_buf, NWB__READ_BUF_SIZE);
+        /* A connection that sends big bodies gets a short first read: the head and the
+         * start of the body, the rest then goes straight into the body buffer. */
+        *buf = uv_buf_init(c->srv->read_buf,
+                           c->state == NWB__CONN_IDLE && c->last_body_len >= NWB__BIG_BODY
+                               ? NWB__HEAD_READ_SIZE
+                               : NWB__READ_BUF_SIZE);
         return;
     }
     if (c->pend == NULL) {

@@ -5,8 +5,8 @@
  * LF line ends in the head, versions other than 1.x, several Content-Length
  * fields. Enforces the head bounds (bytes, field count) and keeps only the
  * header values the server uses (run identity, Content-Type, Expect,
- * Content-Encoding), in fixed buffers. No sockets: tests feed it
- * bytes directly.
+ * Content-Encoding, Authorization), in fixed buffers. No sockets: tests feed
+ * it bytes directly.
  */
 #include <string.h>
 
@@ -23,6 +23,7 @@ enum {
     H_EXPECT,
     H_CLENGTH,
     H_CENC,
+    H_AUTH,
 };
 
 static struct nwb__http_req *req_of(llhttp_t *p)
@@ -118,6 +119,8 @@ static int on_header_field_complete(llhttp_t *p)
         id = H_CLENGTH;
     } else if (field_is(r, "content-encoding")) {
         id = H_CENC;
+    } else if (field_is(r, "authorization")) {
+        id = H_AUTH;
     }
     r->field_len = 0;
     if (id == H_CLENGTH) {
@@ -165,6 +168,13 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
         }
         append(r->cenc, sizeof(r->cenc), &r->cenc_len, at, n);
         break;
+    case H_AUTH:
+        /* Bounded: a longer value is remembered as too long (401), never kept. */
+        if (r->auth_len + n > sizeof(r->auth)) {
+            r->auth_long = 1;
+        }
+        append(r->auth, sizeof(r->auth), &r->auth_len, at, n);
+        break;
     default:
         break;
     }
@@ -205,6 +215,10 @@ static int on_header_value_complete(llhttp_t *p)
     case H_CENC:
         trim_right(r->cenc, &r->cenc_len);
         r->has_cenc = 1;
+        break;
+    case H_AUTH:
+        trim_right(r->auth, &r->auth_len);
+        r->has_auth = 1;
         break;
     default:
         break;

@@ -2,12 +2,17 @@
 /*
  * log_decode.c - the log worker's #token decoder: the token rule of
  * nwb_namesym_decode() (docs/namesym.md), with memchr jumps between '#'s,
- * the 16 digits read 8 at a time (SWAR), nothing copied unless a
+ * the 16 digits checked and parsed at once (SSE2; 8 at a time with SWAR
+ * elsewhere), short pieces copied inline, nothing copied unless a
  * token is known, and the output bounded by NWB__DECODE_MSG_MAX (tokens whose
  * names would pass it stay as they are). tests/server/test_render_decode.c
  * checks it against nwb_namesym_decode() byte for byte.
  */
 #include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "server_int.h"
 
@@ -24,7 +29,38 @@ static int any_hex(unsigned char c)
     return tok_digit[c] != 0 || (c >= 'A' && c <= 'F');
 }
 
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if defined(__SSE2__) && defined(__GNUC__)
+/*
+ * The 16 digits at @p d as a hash: 1, or 0 when one is not a lower-case hex
+ * digit. All 16 at once (SSE2): signed compares check the ranges '0'..'9'
+ * and 'a'..'f' (bytes >= 0x80 are negative and fail both), each digit
+ * becomes its nibble, adjacent nibbles are merged into bytes and packed, and
+ * the first digit's byte is the hash's top byte.
+ */
+static int token_hash(const unsigned char *d, uint64_t *out)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)d);
+    const __m128i dig = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+    const __m128i low = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('f' + 1)));
+    __m128i nib, pairs;
+    uint64_t h;
+
+    if (_mm_movemask_epi8(_mm_or_si128(dig, low)) != 0xffff) {
+        return 0;
+    }
+    /* '0'..'9' -> 0..9, 'a'..'f' -> 1..6 + 9 */
+    nib = _mm_add_epi8(_mm_and_si128(v, _mm_set1_epi8(0x0f)), _mm_and_si128(low, _mm_set1_epi8(9)));
+    /* 16-bit lane i holds digit 2i (low byte) and 2i+1: (2i << 4) | (2i+1) in the low byte */
+    pairs = _mm_or_si128(_mm_slli_epi16(nib, 4), _mm_srli_epi16(nib, 8));
+    pairs = _mm_and_si128(pairs, _mm_set1_epi16(0x00ff));
+    pairs = _mm_packus_epi16(pairs, pairs);
+    h = (uint64_t)_mm_cvtsi128_si64(pairs);
+    *out = __builtin_bswap64(h);
+    return 1;
+}
+#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /*
  * 8 digits loaded little-endian (the first in the lowest byte): 1 and their
  * value, or 0 when one is not a lower-case hex digit. SWAR: for bytes below
@@ -85,6 +121,43 @@ static int token_hash(const unsigned char *d, uint64_t *out)
 }
 #endif
 
+/*
+ * memcpy() for the short pieces a decode copies (the text between tokens, a
+ * name): two overlapping loads and stores of 16, 8, 4 or 1 bytes cover any
+ * length up to 32 inline, never touching a byte outside either range.
+ */
+static inline void copy_short(char *dst, const char *src, size_t n)
+{
+    if (n > 32) {
+        memcpy(dst, src, n);
+    } else if (n >= 16) {
+        char a[16], b[16];
+
+        memcpy(a, src, 16);
+        memcpy(b, src + n - 16, 16);
+        memcpy(dst, a, 16);
+        memcpy(dst + n - 16, b, 16);
+    } else if (n >= 8) {
+        uint64_t a, b;
+
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
 size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
                           size_t from, char *dst, int *changed, uint64_t *decoded,
                           uint64_t *unknown)
@@ -121,9 +194,9 @@ size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, siz
         if (out + (size_t)(hash - copied) + slen + (size_t)(end - p) > NWB__DECODE_MSG_MAX) {
             break;
         }
-        memcpy(dst + out, copied, (size_t)(hash - copied));
+        copy_short(dst + out, copied, (size_t)(hash - copied));
         out += (size_t)(hash - copied);
-        memcpy(dst + out, s, slen);
+        copy_short(dst + out, s, slen);
         out += slen;
         copied = p;
         ++*decoded;
@@ -132,6 +205,6 @@ size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, siz
     if (!*changed) {
         return len;
     }
-    memcpy(dst + out, copied, (size_t)(end - copied));
+    copy_short(dst + out, copied, (size_t)(end - copied));
     return out + (size_t)(end - copied);
 }

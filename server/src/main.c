@@ -3,12 +3,15 @@
  * main.c - the nwb-logserver executable: parse the command line, set the
  * process up (signals, descriptor limit), run the server on the default
  * loop, print the listening line once it listens. Exit 0 after a clean
- * stop, 1 when the server cannot start, 2 for a bad command line.
+ * stop, 1 when the server cannot start, 2 for a bad command line (a bad
+ * --token-file, or a non-loopback --bind without one, included).
  */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 
+#include "nwb/error.h"
 #include "nwb/server.h"
 
 /* Connections and open run logs need descriptors; take what the hard limit allows. */
@@ -56,7 +59,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "nwb-logserver: %s\n", err);
         uv_run(loop, UV_RUN_DEFAULT);
         uv_loop_close(loop);
-        return 1;
+        return rc == NWB_ECONFIG ? 2 : 1; /* a bad setting (token file included): as argv */
     }
     printf("nwb-logserver %s listening on http://%s\n", NWB_VERSION_STRING,
            nwb_server_address(srv, addr, sizeof(addr)));

@@ -16,8 +16,8 @@
 #include "server_int.h"
 
 /* The status codes the server answers with; the last slot counts any other. */
-static const int status_codes[NWB__STATUS_SLOTS] = {100, 200, 400, 404, 405, 408, 411, 413,
-                                                    415, 429, 431, 500, 503, 505, 0};
+static const int status_codes[NWB__STATUS_SLOTS] = {100, 200, 400, 401, 404, 405, 408, 411,
+                                                    413, 415, 429, 431, 500, 503, 505, 0};
 
 void nwb__metrics_count_status(struct nwb__metrics *m, int status)
 {

@@ -2,6 +2,7 @@
 /*
  * options.c - the nwb-logserver command line: one table row per option with
  * its range, so --help, parsing and docs/operations.md list the same things.
+ * A non-loopback --bind needs --token-file (docs/operations.md, "Access control").
  */
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "nwb/error.h"
 #include "server_int.h"
 
-enum { OPT_STR, OPT_INT, OPT_UINT, OPT_SIZE, OPT_BIND, OPT_NAMESYM };
+enum { OPT_STR, OPT_INT, OPT_UINT, OPT_SIZE, OPT_BIND, OPT_NAMESYM, OPT_TOKEN };
 
 struct opt {
     const char *name;
@@ -24,6 +25,7 @@ static const struct opt opts[] = {
     {"--bind", OPT_BIND, CFG(bind_addr), 0, 0},
     {"--port", OPT_INT, CFG(port), 0, 65535},
     {"--out", OPT_STR, CFG(out_dir), 0, 0},
+    {"--token-file", OPT_TOKEN, 0, 0, 0},
     {"--namesym-dir", OPT_NAMESYM, 0, 0, 0},
     {"--crash-retain-packages", OPT_UINT, CFG(crash_retain_packages), 0, 1000000},
     {"--crash-retain-raw", OPT_UINT, CFG(crash_retain_raw), 0, 1000000},
@@ -56,9 +58,14 @@ const char *nwb_server_usage(void)
            "OUT/runs/<program>_<YYYYmmdd-HHMMSS>_<run>/log.txt, #tokens decoded with the\n"
            ".namesym sidecars (SIGHUP reloads them). docs/operations.md has details.\n"
            "\n"
-           "  --bind ADDR                  listen address, IPv4 or IPv6 literal (127.0.0.1)\n"
+           "  --bind ADDR                  listen address, IPv4 or IPv6 literal (127.0.0.1);\n"
+           "                               one outside 127.0.0.0/8 and ::1 needs --token-file\n"
            "  --port N                     listen port; 0 picks a free one (7650)\n"
            "  --out DIR                    output root (./nwb-logs)\n"
+           "  --token-file FILE            every request needs Authorization: Bearer <token>,\n"
+           "                               the token being FILE's content (16..255 visible\n"
+           "                               ASCII bytes, one trailing newline ignored; FILE\n"
+           "                               not accessible by group or others); else 401\n"
            "  --namesym-dir DIR            load .namesym sidecars from DIR; repeatable, at most\n"
            "                               16; replaces the default (the executable's folder)\n"
            "  --crash-retain-packages N    extracted crash packages kept; 0 = all (256)\n"
@@ -80,7 +87,7 @@ const char *nwb_server_usage(void)
            "(10000)\n"
            "  --idle-timeout-ms N          keep-alive connection without a request is closed\n"
            "                               (60000)\n"
-           "  --max-connections N          open connections; beyond: 503 and close (1024)\n"
+           "  --max-connections N          open connections; beyond: 503 and close (4096)\n"
            "  --queue-max-jobs N           log jobs queued or being written; beyond: reading\n"
            "                               pauses (1024)\n"
            "  --max-buffered-bytes N       request bodies held in memory, bytes; beyond:\n"
@@ -149,6 +156,13 @@ static int apply(nwb_server_config_t *cfg, const struct opt *o, const char *valu
             return NWB_ECONFIG;
         }
         cfg->namesym_dirs[cfg->namesym_dir_count++] = value;
+        return 0;
+    case OPT_TOKEN:
+        if (value[0] == '\0') {
+            snprintf(errbuf, errlen, "%s: the value is empty", o->name);
+            return NWB_ECONFIG;
+        }
+        cfg->token_file = value;
         return 0;
     default:
         break;
@@ -220,5 +234,5 @@ int nwb_server_config_parse(nwb_server_config_t *cfg, int argc, char **argv, cha
                  cfg->max_body_bytes, cfg->max_buffered_bytes);
         return NWB_ECONFIG;
     }
-    return 0;
+    return nwb__server_check_access(cfg, errbuf, errlen);
 }

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
@@ -38,6 +39,14 @@ static void srv_free(struct nwb_server *srv)
     nwb_free(srv->bind_addr);
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
+    }
+    {
+        /* the token: volatile so the clearing is not optimised away before free */
+        volatile unsigned char *t = (volatile unsigned char *)&srv->auth;
+
+        for (size_t i = 0; i < sizeof(srv->auth); i++) {
+            t[i] = 0;
+        }
     }
     nwb_free(srv);
 }
@@ -112,7 +121,38 @@ static int check_config(const nwb_server_config_t *cfg, char *errbuf, size_t err
         snprintf(errbuf, errlen, "a bound is zero or out of range");
         return NWB_ECONFIG;
     }
-    return 0;
+    return nwb__server_check_access(cfg, errbuf, errlen);
+}
+
+/*
+ * Descriptors kept out of the connection cap: the server's own (loop, listener,
+ * stdio, threads), the open runs' log and state files, crash and telemetry
+ * work, /metrics folder scans. Beyond the cap a connection gets a clean 503;
+ * past the descriptor limit it could only be accepted and closed unanswered
+ * (libuv's EMFILE fallback), and run files could not be opened.
+ */
+#define FD_RESERVE         64
+#define FD_MIN_CONNECTIONS 16
+
+/* Lower the connection cap to what RLIMIT_NOFILE leaves (main.c raised the soft limit to the
+ * hard one already), and say so once. */
+static void fit_connections_to_fd_limit(struct nwb_server *srv)
+{
+    struct rlimit rl;
+    rlim_t room;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+        return;
+    }
+    room = rl.rlim_cur > FD_RESERVE + FD_MIN_CONNECTIONS ? rl.rlim_cur - FD_RESERVE
+                                                         : FD_MIN_CONNECTIONS;
+    if (srv->max_connections > room) {
+        nwb__console("note: --max-connections %u lowered to %u: the descriptor limit "
+                     "(RLIMIT_NOFILE) is %llu and %d are kept for files",
+                     srv->max_connections, (unsigned)room, (unsigned long long)rl.rlim_cur,
+                     FD_RESERVE);
+        srv->max_connections = (unsigned)room;
+    }
 }
 
 static int copy_config(struct nwb_server *srv, const nwb_server_config_t *cfg)
@@ -139,6 +179,7 @@ static int copy_config(struct nwb_server *srv, const nwb_server_config_t *cfg)
     srv->request_timeout_ms = cfg->request_timeout_ms;
     srv->idle_timeout_ms = cfg->idle_timeout_ms;
     srv->max_connections = cfg->max_connections;
+    fit_connections_to_fd_limit(srv);
     srv->queue_max_jobs = cfg->queue_max_jobs;
     srv->max_buffered_bytes = cfg->max_buffered_bytes;
     return 0;
@@ -338,6 +379,11 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     nwb__tel_ingest_metrics_init(&srv->tel_metrics);
     nwb_run_id_generate(hex);
     snprintf(srv->anon_run, sizeof(srv->anon_run), "anon-%s", hex);
+    if (cfg->token_file != NULL &&
+        nwb__auth_load(&srv->auth, cfg->token_file, errbuf, errlen) != 0) {
+        srv_free(srv);
+        return NWB_ECONFIG; /* the reason is in errbuf */
+    }
     err = copy_config(srv, cfg);
     if (err == 0) {
         srv->read_buf = nwb_malloc(NWB__READ_BUF_SIZE);

@@ -33,9 +33,19 @@ struct nwb__names;
 struct nwb__crash_ingest;
 
 /* ---- fixed internal bounds (docs/operations.md, "Bounds") ---- */
-#define NWB__READ_BUF_SIZE    (64u * 1024u) /* one socket read; also the pipelined-bytes stash cap */
-#define NWB__URL_MAX          256u          /* longer paths match no route (404) */
-#define NWB__LINGER_MS        2000u         /* wait for the peer's FIN after a closing response */
+#define NWB__READ_BUF_SIZE (64u * 1024u) /* one socket read; also the pipelined-bytes stash cap */
+/* After a body of NWB__BIG_BODY bytes or more, the next request's first read takes only
+ * NWB__HEAD_READ_SIZE bytes, so its body is read into the body buffer instead of copied. */
+#define NWB__BIG_BODY       (16u * 1024u)
+#define NWB__HEAD_READ_SIZE (2u * 1024u)
+/* Bodies above half of NWB__BODY_POOL_CAP up to it get a buffer of that size (at most twice
+ * the bytes granted), and up to NWB__BODY_POOL_MAX freed ones are kept for the next requests
+ * (at most 4 MiB, freed when the last connection closes): a fresh allocation would fault its
+ * pages in on every request. */
+#define NWB__BODY_POOL_CAP    (64u * 1024u)
+#define NWB__BODY_POOL_MAX    64u
+#define NWB__URL_MAX          256u  /* longer paths match no route (404) */
+#define NWB__LINGER_MS        2000u /* wait for the peer's FIN after a closing response */
 #define NWB__RENDER_BUF_SIZE  (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
 #define NWB__FALLBACK_PROGRAM "unknown"
 /* runs/<program>_<YYYYmmdd-HHMMSS>_<run>: a run directory's name */
@@ -76,15 +86,18 @@ enum {
 typedef int (*nwb__http_body_fn)(void *ctx, const char *at, size_t len);
 
 #define NWB__HTTP_VALUE_MAX NWB_SAFE_NAME_MAX /* run identity values: more is never used */
+/* Authorization value kept ("Bearer " + the longest token + slack); longer: 401 (auth.c). */
+#define NWB__AUTH_VALUE_MAX 320u
 
 struct nwb__http_req {
     llhttp_t parser;
     const struct nwb__http_limits *limits;
     nwb__http_body_fn body_fn;
     void *body_ctx;
-    int phase;         /* internal: head, body or done */
-    int last_cr;       /* the previous head byte was CR (bare LF check across reads) */
-    size_t head_bytes; /* request line + headers so far */
+    char auth[NWB__AUTH_VALUE_MAX]; /* Authorization value (auth_len bytes); not cleared */
+    int phase;                      /* internal: head, body or done */
+    int last_cr;                    /* the previous head byte was CR (bare LF check across reads) */
+    size_t head_bytes;              /* request line + headers so far */
     unsigned header_count;
     int cur_header; /* internal id of the header being parsed */
     char field[24]; /* lower-cased field name (only short names matter) */
@@ -112,7 +125,9 @@ struct nwb__http_req {
     size_t cenc_len;
     int cenc_long;
     int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
-    unsigned method; /* llhttp_method_t */
+    size_t auth_len;
+    int has_auth, auth_long; /* Authorization present; longer than NWB__AUTH_VALUE_MAX */
+    unsigned method;         /* llhttp_method_t */
     unsigned http_major, http_minor;
     int has_length, chunked, upgrade, keep_alive;
     uint64_t content_length;
@@ -224,7 +239,7 @@ struct nwb__log_job {
 
 /* ---- metrics.c ---- */
 
-#define NWB__STATUS_SLOTS 15
+#define NWB__STATUS_SLOTS 16
 
 struct nwb__metrics {
     uint64_t records;      /* records written */
@@ -343,6 +358,8 @@ struct nwb__conn {
     char head[512];
     char *resp_body; /* owned, freed after the write; or NULL */
     size_t body_max; /* this request's body limit (its route's) */
+    size_t
+        last_body_len; /* the previous request's body: a big one makes the next head read small */
     struct nwb__log_job job;
     struct nwb__work work;
     struct nwb__conn *tel_next; /* srv->tel_head: waiting for the telemetry ingest */
@@ -614,6 +631,55 @@ void nwb__names_reload_start(struct nwb_server *srv);
 /* The worker switched tables (@p job is srv->reload.job). */
 void nwb__names_reload_switched(struct nwb_server *srv, struct nwb__log_job *job);
 
+/* ---- auth.c: --token-file and the bearer check (docs/operations.md, "Access control") ---- */
+
+#define NWB__TOKEN_MIN       16u  /* bytes; shorter token files are refused */
+#define NWB__TOKEN_MAX       255u /* bytes; the client's limit too */
+#define NWB__TOKEN_FILE_MODE 0077 /* permission bits the token file must not have */
+
+struct nwb__auth {
+    int required; /* 1: every request needs Authorization: Bearer <token> */
+    size_t len;
+    unsigned char token[NWB__TOKEN_MAX];
+};
+
+/*
+ * Load the token from @p path into @p a: a regular file, not accessible by
+ * group or others, holding NWB__TOKEN_MIN..NWB__TOKEN_MAX visible ASCII
+ * bytes (0x21..0x7e) and at most one trailing newline ("\n" or "\r\n").
+ * Returns 0, or NWB_ECONFIG / a negative errno with a reason in @p errbuf.
+ */
+int nwb__auth_load(struct nwb__auth *a, const char *path, char *errbuf, size_t errlen);
+
+/*
+ * 1 when @p given (@p given_len bytes) equals the token, else 0. Constant
+ * time: it reads exactly a->len bytes of @p given whatever they hold, so
+ * @p given must be readable for a->len bytes (pad it); no branch depends on
+ * a byte's value, and a length difference costs nothing extra.
+ */
+int nwb__auth_token_equal(const struct nwb__auth *a, const unsigned char *given, size_t given_len);
+
+/* 0 when @p r's Authorization header carries the token, else 401 with *reason set. */
+int nwb__auth_check_request(const struct nwb__auth *a, const struct nwb__http_req *r,
+                            const char **reason);
+
+/* 1 for a loopback address literal: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104. */
+int nwb__auth_addr_is_loopback(const char *addr);
+
+/*
+ * The hook at the end of a request head (http_conn.c): when a token is
+ * required and @p c's request does not carry it, answer 401 with
+ * WWW-Authenticate: Bearer and close (the body is never read) and return 1.
+ * Else 0.
+ */
+int nwb__auth_reject(struct nwb__conn *c);
+
+/*
+ * The access rule of a configuration: NWB_ECONFIG with the reason when
+ * cfg->bind_addr is not loopback and there is no cfg->token_file, else 0.
+ */
+int nwb__server_check_access(const nwb_server_config_t *cfg, char *errbuf, size_t errlen);
+
 /* ---- the server (server.c) ---- */
 
 struct nwb_server {
@@ -644,6 +710,8 @@ struct nwb_server {
     struct nwb__conn *conns;
     unsigned conn_count;
     char *read_buf; /* NWB__READ_BUF_SIZE, shared by every connection's reads */
+    uint8_t *body_pool[NWB__BODY_POOL_MAX]; /* spare body buffers (http_conn.c) */
+    unsigned body_pool_n;
     /* flow control (flow.c) */
     size_t budget_used;
     struct nwb__conn *budget_head, *budget_tail;
@@ -668,6 +736,7 @@ struct nwb_server {
     int worker_stopped;
     int accept_err_reported;
     struct nwb__metrics metrics;
+    struct nwb__auth auth; /* access control (auth.c) */
 };
 
 /* A connection was freed or a job returned: finish a pending shutdown when nothing is left. */

@@ -100,15 +100,12 @@ static void answer(struct nwb__tel_ingest_res *res, int http, int status, const 
              (unsigned long long)res->offset, reason != NULL ? reason : "");
 }
 
-/*
- * Decompress one zstd frame from @p in into a nwb_malloc'd buffer of at most @p max bytes,
- * with frames needing a window above 2^@p wlog refused. Returns 0, NWB_ETOOBIG (a cap),
- * NWB_ECOMPRESS (corrupt, truncated, or data after the frame) with a reason.
- */
-static int unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog, uint8_t **out,
-                  size_t *out_len, const char **why)
+/* nwb__tel_unzstd() (telemetry_int.h; tests/fuzz/fuzz_tel_unzstd.c fuzzes it). */
+int nwb__tel_unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog, uint8_t **out,
+                    size_t *out_len, const char **why)
 {
     ZSTD_DCtx *d = ZSTD_createDCtx();
+    const ZSTD_bounds wb = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
     ZSTD_inBuffer ib = {in, in_len, 0};
     uint8_t *buf = NULL;
     size_t cap = 0;
@@ -122,7 +119,11 @@ static int unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog, u
         *why = "out of memory";
         return -ENOMEM;
     }
-    if (ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, (int)wlog))) {
+    /* zstd takes windowLogMax 0 as "the default" (2^27): refuse it and any value outside
+     * zstd's range ourselves, so a cap is never silently widened (fuzz_tel_unzstd found it). */
+    if (ZSTD_isError(wb.error) || wlog > 64u || (int)wlog < wb.lowerBound ||
+        (int)wlog > wb.upperBound ||
+        ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, (int)wlog))) {
         ZSTD_freeDCtx(d);
         *why = "zstd window limit rejected";
         return NWB_ECONFIG;
@@ -425,8 +426,8 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
             goto out;
         }
     } else if (encoding_is(req->content_encoding, "zstd")) {
-        err = unzstd(req->body, req->body_len, lim->decompressed_max, lim->window_log_max, &owned,
-                     &raw_len, &why);
+        err = nwb__tel_unzstd(req->body, req->body_len, lim->decompressed_max, lim->window_log_max,
+                              &owned, &raw_len, &why);
         if (err != 0) {
             const int http = err == NWB_ETOOBIG ? 413 : (err == -ENOMEM ? 500 : 400);
 

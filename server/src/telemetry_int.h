@@ -77,6 +77,17 @@ struct nwb__tel_ingest_res {
 };
 
 /**
+ * Decompress one zstd frame from @p in into a nwb_malloc'd buffer (*@p out, owned by the caller)
+ * of at most @p max bytes (max < SIZE_MAX; the buffer never exceeds max + 1 bytes), with frames
+ * needing a window above 2^@p wlog refused; the frame's claimed content size is never trusted.
+ * Returns 0, or with *@p out NULL and a static reason in *@p why: NWB_ETOOBIG (a cap),
+ * NWB_ECOMPRESS (corrupt, truncated, or data after the frame), NWB_ECONFIG (@p wlog out of
+ * zstd's range), -ENOMEM. Any thread.
+ */
+int nwb__tel_unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog, uint8_t **out,
+                    size_t *out_len, const char **why);
+
+/**
  * Ingest one upload into @p req->run_dir. Never crashes on any input; a malformed upload
  * leaves telemetry.nwbs untouched and is recorded in telemetry.ingest.log and the report.
  * @p lim NULL = defaults; @p m may be NULL.

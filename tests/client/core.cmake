@@ -42,3 +42,13 @@ add_test(NAME client.format_control_compiles_fin
           ${CMAKE_CURRENT_SOURCE_DIR}/test_format_control.c)
 set_tests_properties(client.format_control_compiles client.format_control_compiles_fin
   PROPERTIES LABELS unit TIMEOUT 60)
+
+# The worker's exact %f fast path against glibc's snprintf (client_fmt_float.h); libm for
+# fesetround/nextafter. NWB_TEST_FMTF_N=N runs N random values instead of the default.
+nwb_add_test(client fmt_float unit nwb::client_internal m)
+target_include_directories(test_client_fmt_float PRIVATE ${PROJECT_SOURCE_DIR}/client/src)
+
+# Label "threads": tests whose point includes concurrency (the worker thread, producers on
+# several threads, destroy while logging); scripts/test also runs them under ThreadSanitizer.
+set_property(TEST client.worker client.lifecycle client.ring client.standalone client.config
+  client.macros APPEND PROPERTY LABELS threads)

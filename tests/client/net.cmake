@@ -15,3 +15,6 @@ nwb_add_test(client nwb_log unit nwb::client_internal nwb::llhttp nwb_test_respo
 target_include_directories(test_client_nwb_log PRIVATE ${PROJECT_SOURCE_DIR}/client/src)
 target_compile_definitions(test_client_nwb_log PRIVATE NWB_TEST_NWB_LOG_EXE="$<TARGET_FILE:nwb-log>")
 add_dependencies(test_client_nwb_log nwb-log)
+
+# Label "threads": the client's worker against a responder thread (run under ThreadSanitizer).
+set_property(TEST client.http_out client.launcher client.nwb_log APPEND PROPERTY LABELS threads)

@@ -3,8 +3,8 @@
  * test_ring.c - the per-thread ring: wrap-around with PAD records, the full
  * check, size rounding; through the client: a full ring with DROP counts the
  * drops and writes a drop note where the gap is, BLOCK waits and succeeds
- * once the worker drains (or gives up at its timeout), and after a thread's
- * first call no call allocates.
+ * once the worker drains (or gives up at its timeout) and sleeps rather than
+ * spins while it waits, and after a thread's first call no call allocates.
  */
 #define _GNU_SOURCE
 #undef NWB_FINAL
@@ -311,6 +311,131 @@ static void test_block_gives_up_at_its_timeout_and_counts(void **state)
     cap_free();
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_block_sleeps_instead_of_spinning_while_it_waits(void **state)
+{
+    nwb_client_t *c = small_ring_client(NWB_CLIENT_FULL_BLOCK, 300u * 1000u);
+    nwb_client_stats_t st;
+    uint64_t t0;
+    uint64_t cpu0;
+    uint64_t waited;
+    uint64_t cpu;
+
+    (void)state;
+    assert_non_null(c);
+    cap_gate(1);
+    for (int i = 0; i < 128; i++) {
+        NWB_LOGGER_INFO("fill %d", i);
+    }
+    t0 = nwb_time_mono_ns();
+    cpu0 = thread_cpu_ns();
+    NWB_LOGGER_INFO("waits %d", 1); /* no room for its 300 ms: dropped at the timeout */
+    cpu = thread_cpu_ns() - cpu0;
+    waited = nwb_time_mono_ns() - t0;
+    print_message("blocked %llu us, on the CPU %llu us\n", (unsigned long long)(waited / 1000u),
+                  (unsigned long long)(cpu / 1000u));
+    nwb_client_stats_get(c, &st);
+    assert_int_equal(st.records_dropped, 1);
+    assert_true(waited >= 300u * 1000u * 1000u);
+    /* A spinning (pause + sched_yield) wait is on the CPU nearly all the time. */
+    assert_true(cpu < waited / 10u);
+    cap_gate(0);
+    assert_int_equal(nwb_client_flush(c, 10000), 0);
+    nwb_client_destroy(c);
+    cap_free();
+}
+
+struct destroy_wait {
+    atomic_int filled;   /* the producer filled its ring and makes the blocked call next */
+    atomic_int returned; /* ... and that call came back */
+    atomic_ullong tid;
+    uint64_t returned_at;
+};
+
+static void *blocked_caller_main(void *arg)
+{
+    struct destroy_wait *dw = arg;
+
+    atomic_store(&dw->tid, (unsigned long long)test_gettid());
+    for (int i = 0; i < 128; i++) {
+        NWB_LOGGER_INFO("fill %d", i);
+    }
+    atomic_store(&dw->filled, 1);
+    NWB_LOGGER_INFO("blocked %d", 1); /* 30 s timeout: only destroy can end it early */
+    dw->returned_at = nwb_time_mono_ns();
+    atomic_store(&dw->returned, 1);
+    return NULL;
+}
+
+/* Opens the gate once the blocked call returned, so destroy can drain without its deadline. */
+static void *ungate_main(void *arg)
+{
+    struct destroy_wait *dw = arg;
+    const uint64_t deadline = nwb_time_mono_ns() + 20ull * 1000000000u;
+
+    while (!atomic_load(&dw->returned) && nwb_time_mono_ns() < deadline) {
+        poll(NULL, 0, 1);
+    }
+    cap_gate(0);
+    return NULL;
+}
+
+/* 1 when the ring of thread @p tid has a producer sleeping for room. */
+static int ring_has_waiter(nwb_client_t *c, uint64_t tid)
+{
+    int w = 0;
+
+    pthread_mutex_lock(&c->ring_lock);
+    for (struct nwb__ring *r = c->rings; r != NULL; r = r->next) {
+        if (r->thread_id == tid && atomic_load(&r->waiting) != 0) {
+            w = 1;
+        }
+    }
+    pthread_mutex_unlock(&c->ring_lock);
+    return w;
+}
+
+static void test_block_sleeping_for_room_gives_up_when_the_client_is_destroyed(void **state)
+{
+    nwb_client_t *c = small_ring_client(NWB_CLIENT_FULL_BLOCK, 30u * 1000u * 1000u);
+    struct destroy_wait dw = {0, 0, 0, 0};
+    const uint64_t deadline = nwb_time_mono_ns() + 10ull * 1000000000u;
+    pthread_t prod;
+    pthread_t ungate;
+    uint64_t t0;
+
+    (void)state;
+    assert_non_null(c);
+    cap_gate(1);
+    assert_int_equal(pthread_create(&prod, NULL, blocked_caller_main, &dw), 0);
+    while (!(atomic_load(&dw.filled) && ring_has_waiter(c, atomic_load(&dw.tid))) &&
+           nwb_time_mono_ns() < deadline) {
+        poll(NULL, 0, 1);
+    }
+    assert_true(ring_has_waiter(c, atomic_load(&dw.tid))); /* asleep on its ring's futex */
+    assert_int_equal(atomic_load(&dw.returned), 0);
+    t0 = nwb_time_mono_ns();
+    assert_int_equal(pthread_create(&ungate, NULL, ungate_main, &dw), 0);
+    nwb_client_destroy(c);
+    assert_int_equal(pthread_join(prod, NULL), 0);
+    assert_int_equal(pthread_join(ungate, NULL), 0);
+    print_message("blocked call returned %llu us after destroy began\n",
+                  (unsigned long long)((dw.returned_at - t0) / 1000u));
+    assert_true(dw.returned_at - t0 < 2000ull * 1000000u); /* not its 30 s timeout */
+    /* Nothing accepted was lost; the refused record is counted and noted at the end. */
+    assert_int_equal(cap_count(), 129);
+    assert_string_equal(cap_get(127)->msg, "fill 127");
+    assert_string_equal(cap_get(128)->msg, "nwb: dropped 1 record here (ring full)");
+    cap_free();
+}
+
 static void test_records_are_bounded_by_half_the_ring(void **state)
 {
     nwb_client_t *c = small_ring_client(NWB_CLIENT_FULL_DROP, 0);
@@ -404,6 +529,8 @@ int main(void)
         cmocka_unit_test(test_drop_counts_and_notes_the_gap_where_it_is),
         cmocka_unit_test(test_block_waits_then_succeeds_when_the_worker_drains),
         cmocka_unit_test(test_block_gives_up_at_its_timeout_and_counts),
+        cmocka_unit_test(test_block_sleeps_instead_of_spinning_while_it_waits),
+        cmocka_unit_test(test_block_sleeping_for_room_gives_up_when_the_client_is_destroyed),
         cmocka_unit_test(test_records_are_bounded_by_half_the_ring),
         cmocka_unit_test(test_no_allocation_after_the_first_call),
     };

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nwb/crash.h"
+#include "nwb/error.h"
 
 #include "crash_test_archive.h"
 #include "crash_test_run.h"
@@ -434,6 +435,57 @@ static void test_crash_e2e_same_archive_twice_gets_one_id(void **state)
     free(a);
 }
 
+/*
+ * A server with --token-file: an upload without the token is answered 401 (and, 401 not being
+ * a verdict on the archive, a pending package would stay pending); with $NWB_LOGSERVER_TOKEN or
+ * $NWB_LOGSERVER_TOKEN_FILE it is stored. Unusable tokens fail before anything is sent.
+ */
+static void test_crash_e2e_upload_carries_the_server_token(void **state)
+{
+    static const char token[] = "crash-e2e-token-0123456789";
+    struct fixture *f = *state;
+    char token_file[700], archive[700], why[512];
+    const char *extra[] = {"--token-file", token_file, NULL};
+    nwb_crash_upload_result_t res;
+    size_t len;
+    void *a;
+
+    snprintf(token_file, sizeof(token_file), "%s/token", f->base);
+    assert_int_equal(ta_write_file(token_file, token, sizeof(token) - 1), 0);
+    assert_int_equal(chmod(token_file, 0600), 0);
+    snprintf(archive, sizeof(archive), "%s/e2e_00000000000000e2.zip", f->base);
+    a = ta_package("zip", "token", &len);
+    assert_int_equal(ta_write_file(archive, a, len), 0);
+    free(a);
+    assert_int_equal(
+        nwb_test_server_start(&f->srv, getenv("NWB_CRASH_E2E_SERVER"), f->out, 0, extra), 0);
+    f->started = 1;
+    snprintf(f->server, sizeof(f->server), "127.0.0.1:%d", f->srv.port);
+    unsetenv("NWB_LOGSERVER_TOKEN");
+    unsetenv("NWB_LOGSERVER_TOKEN_FILE");
+
+    assert_int_equal(nwb_crash_upload_file(archive, f->server, 5000, &res, why, sizeof(why)),
+                     NWB_EHTTP);
+    assert_int_equal(res.http_status, 401);
+    setenv("NWB_LOGSERVER_TOKEN", "crash-e2e-wrong-token-000000", 1);
+    assert_int_equal(nwb_crash_upload_file(archive, f->server, 5000, &res, why, sizeof(why)),
+                     NWB_EHTTP);
+    assert_int_equal(res.http_status, 401);
+    setenv("NWB_LOGSERVER_TOKEN", "bad token", 1); /* a space: never sent */
+    assert_int_equal(nwb_crash_upload_file(archive, f->server, 5000, &res, why, sizeof(why)),
+                     NWB_ECONFIG);
+    assert_non_null(strstr(why, "NWB_LOGSERVER_TOKEN"));
+    setenv("NWB_LOGSERVER_TOKEN", token, 1);
+    assert_int_equal(nwb_crash_upload_file(archive, f->server, 5000, &res, why, sizeof(why)), 0);
+    assert_int_equal(res.http_status, 200);
+    assert_true(wait_extracted(f, res.id));
+    unsetenv("NWB_LOGSERVER_TOKEN");
+    setenv("NWB_LOGSERVER_TOKEN_FILE", token_file, 1);
+    assert_int_equal(nwb_crash_upload_file(archive, f->server, 5000, &res, why, sizeof(why)), 0);
+    assert_int_equal(res.http_status, 200);
+    unsetenv("NWB_LOGSERVER_TOKEN_FILE");
+}
+
 /* 1 when the server answers GET /v1/crashes (its crash routes are wired). */
 static int server_has_crash_routes(void)
 {
@@ -462,6 +514,7 @@ int main(void)
         T(test_crash_e2e_retention_small_caps),
         T(test_crash_e2e_retention_zero_keeps_all),
         T(test_crash_e2e_same_archive_twice_gets_one_id),
+        T(test_crash_e2e_upload_carries_the_server_token),
     };
 #undef T
 

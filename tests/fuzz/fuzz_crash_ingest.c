@@ -3,9 +3,10 @@
  * fuzz_crash_ingest.c - any byte string given to the crash ingest's
  * extraction (server/src/crash_ingest.c) must be accepted as a package or
  * refused as invalid, never crash or leak, and leave behind only regular
- * files and folders inside its own staging folder, within the caps; a file
- * beside that folder must be untouched. Seeds: tests/fuzz/corpus/crash_ingest/
- * (written by tests/crash/gen_crash_ingest_corpus.c).
+ * files and folders inside its own staging folder, within the caps; a sentinel
+ * file beside that folder keeps its content and mtime, and nothing else appears
+ * beside it. Seeds: tests/fuzz/corpus/crash_ingest/ (written by
+ * tests/crash/gen_crash_ingest_corpus.c; regress-* files are fuzzer findings).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -27,9 +28,14 @@
 static const struct nwb_crash_caps fuzz_caps = {
     1u << 20, 64u, 128u, 6u, 256u * 1024u, 1u << 20, 50u, 64u * 1024u, 4u, 0u, 0u, 0u};
 
+/* The sentinel's bytes; it lives beside the staging folders, outside every extraction root. */
+static const char sentinel_text[] = "sentinel: extraction must never touch this file\n";
+#define SENTINEL_LEN (sizeof(sentinel_text) - 1)
+
 static char root[256];
 static int root_fd = -1;
 static unsigned long iteration;
+static struct stat sentinel_st; /* as created: size, inode and mtime must never change */
 
 static void fatal(const char *what, const char *detail)
 {
@@ -60,7 +66,8 @@ static void init_once(void)
     }
     root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     fd = openat(root_fd, "sentinel", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (root_fd < 0 || fd < 0 || write(fd, "sentinel", 8) != 8) {
+    if (root_fd < 0 || fd < 0 || write(fd, sentinel_text, SENTINEL_LEN) != (ssize_t)SENTINEL_LEN ||
+        fstat(fd, &sentinel_st) != 0) {
         fatal("cannot set up", root);
     }
     close(fd);
@@ -119,6 +126,45 @@ static uint64_t check_tree(int fd, unsigned depth)
     return sum;
 }
 
+/* The sentinel is unchanged (inode, size, mtime, bytes) and is the only entry of the root
+ * besides the staging folder @p staging (NULL: none). */
+static void check_outside(const char *staging)
+{
+    const int dup_fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    const struct dirent *e;
+    char buf[SENTINEL_LEN + 1];
+    struct stat st;
+    ssize_t got;
+    int fd;
+
+    if (fstatat(root_fd, "sentinel", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_ino != sentinel_st.st_ino || st.st_size != (off_t)SENTINEL_LEN ||
+        st.st_mtim.tv_sec != sentinel_st.st_mtim.tv_sec ||
+        st.st_mtim.tv_nsec != sentinel_st.st_mtim.tv_nsec) {
+        fatal("the sentinel changed (inode, size or mtime)", NULL);
+    }
+    fd = openat(root_fd, "sentinel", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    got = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (got != (ssize_t)SENTINEL_LEN || memcmp(buf, sentinel_text, SENTINEL_LEN) != 0) {
+        fatal("the sentinel's content changed", NULL);
+    }
+    if (d == NULL) {
+        fatal("cannot list the root", root);
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            strcmp(e->d_name, "sentinel") != 0 &&
+            (staging == NULL || strcmp(e->d_name, staging) != 0)) {
+            fatal("an entry appeared outside the extraction root:", e->d_name);
+        }
+    }
+    closedir(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct nwb__crash_extract_info info;
@@ -143,6 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == NWB_EARCHIVE && reason[0] == '\0') {
         fatal("invalid without a reason", NULL);
     }
+    check_outside(name);
     if (check_tree(dfd, 0) > fuzz_caps.max_total_bytes) {
         fatal("more bytes than the total cap", NULL);
     }
@@ -153,9 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (nwb__crash_rmtree_at(root_fd, name) != 0) {
         fatal("cannot remove the staging folder", name);
     }
-    /* Nothing was written beside the staging folder. */
-    if (fstatat(root_fd, "sentinel", &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 8) {
-        fatal("the sentinel changed", NULL);
-    }
+    /* Nothing was written beside the staging folder, and removing it left nothing behind. */
+    check_outside(NULL);
     return 0;
 }

@@ -2,7 +2,9 @@
 /*
  * test_log_render.c - unit tests of log_render.c: the text/plain line rules,
  * long-line splitting at UTF-8 boundaries, batch records formatted like
- * nwb_log_line_format(), and filling a small buffer in several pieces.
+ * nwb_log_line_format(), filling a small buffer in several pieces, and the
+ * fast line formatter checked byte for byte against a plain reference
+ * renderer on random records (never writing past the capacity it is given).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +12,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nwb/log.h"
 #include "server_int.h"
@@ -166,6 +170,124 @@ static void test_small_buffer_fills_in_pieces_without_losing_a_record(void **sta
     assert_memory_equal(pieces, whole, wlen);
 }
 
+/* The line form of docs/protocol.md, written the slow and obvious way. */
+static size_t ref_escape(char *p, const char *s, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char c = (unsigned char)s[i];
+
+        if (c == '\n') {
+            n += (size_t)sprintf(p + n, "\\n");
+        } else if (c == '\r') {
+            n += (size_t)sprintf(p + n, "\\r");
+        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            n += (size_t)sprintf(p + n, "\\x%02x", c);
+        } else {
+            p[n++] = (char)c;
+        }
+    }
+    return n;
+}
+
+static size_t ref_line(char *out, const nwb_log_record_t *r, const char *program)
+{
+    static const char *const lv[] = {"INFO   ", "WARNING", "ERROR  ", "FATAL  "};
+    const time_t t = (time_t)(r->time_ns / 1000000000u);
+    struct tm tm;
+    size_t n;
+
+    gmtime_r(&t, &tm);
+    n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    n +=
+        (size_t)sprintf(out + n, ".%09uZ %s %llu %s ", (unsigned)(r->time_ns % 1000000000u),
+                        lv[r->level < 4 ? r->level : 0], (unsigned long long)r->thread_id, program);
+    if (r->file_len > 0) {
+        n += ref_escape(out + n, r->file, r->file_len);
+        n += (size_t)sprintf(out + n, ":%u: ", (unsigned)r->line);
+    }
+    n += ref_escape(out + n, r->msg, r->msg_len);
+    out[n++] = '\n';
+    return n;
+}
+
+/* Mostly printable text with, now and then, each kind of byte that is escaped or is not. */
+static void random_text(char *s, size_t len, unsigned *seed)
+{
+    static const char special[] = {'\n', '\r', '\t',       0x7f,       0x01,       0x1f,      0x00,
+                                   ' ',  '#',  (char)0xc3, (char)0xa9, (char)0x80, (char)0xff};
+
+    for (size_t i = 0; i < len; i++) {
+        const unsigned r = (unsigned)rand_r(seed);
+
+        s[i] = (r % 16 == 0) ? special[(r >> 4) % sizeof(special)] : (char)(' ' + (r >> 8) % 95);
+    }
+}
+
+static void test_fast_line_format_matches_the_reference_on_random_records(void **state)
+{
+    enum { CANARY = 64 };
+    static char file[NWB_LOG_RECORD_FILE_MAX], msg[600], program[80];
+    static char got[NWB_LOG_LINE_FIXED_MAX + 80 + 4 * NWB_LOG_RECORD_FILE_MAX + 4 * 600 + CANARY];
+    static char want[sizeof(got)];
+    static const uint64_t tids[] = {0, 7, 99, 100, 4242, 18446744073709551615ull};
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+    unsigned seed = 12345;
+    int escaped_lines = 0;
+
+    (void)state;
+    for (int iter = 0; iter < 20000; iter++) {
+        nwb_log_record_t r;
+        const unsigned k = (unsigned)rand_r(&seed);
+        /* Program text changes in place only together with the clock (nwb/log_line.h). */
+        const size_t plen = iter % 1000 == 999 ? 40u + k % 40u : 4u + (unsigned)(iter / 1000 % 3);
+        size_t cap, n, wn;
+
+        if (iter % 1000 == 0 || iter % 1000 == 999) {
+            clock = (nwb_log_line_clock_t)NWB_LOG_LINE_CLOCK_INIT;
+        }
+        memset(program, 'p', sizeof(program));
+        program[plen] = '\0';
+        memset(&r, 0, sizeof(r));
+        r.time_ns = 1764574440123456789ull + (uint64_t)(k % 7) * 999999937ull * (iter % 5);
+        if (iter % 97 == 0) {
+            r.time_ns = (uint64_t)iter; /* 1970, nanoseconds with leading zeros */
+        }
+        r.level = (uint8_t)(k >> 3) % 5; /* 4 is out of range: printed as INFO */
+        r.thread_id = tids[(k >> 6) % 6];
+        r.line = (k >> 9) % 3 == 0 ? 0 : (uint32_t)rand_r(&seed);
+        r.file_len = (uint16_t)((k >> 12) % 4 == 0 ? 0 : (unsigned)rand_r(&seed) % 40);
+        if (iter % 501 == 0) {
+            r.file_len = NWB_LOG_RECORD_FILE_MAX;
+        }
+        r.msg_len = (uint32_t)((unsigned)rand_r(&seed) % (iter % 10 == 0 ? sizeof(msg) : 120u));
+        random_text(file, r.file_len, &seed);
+        if (iter % 3 == 0) {
+            /* Clean text takes the block paths all the way. */
+            for (size_t i = 0; i < sizeof(msg); i++) {
+                msg[i] = (char)('a' + i % 26);
+            }
+        } else {
+            random_text(msg, r.msg_len, &seed);
+        }
+        r.file = file;
+        r.msg = msg;
+        wn = ref_line(want, &r, program);
+        cap = nwb_log_line_max(&r, plen);
+        assert_true(cap + CANARY <= sizeof(got));
+        memset(got, 0x5a, cap + CANARY);
+        n = nwb_log_line_format(got, cap, &clock, &r, program, plen);
+        assert_int_equal(n, wn);
+        assert_memory_equal(got, want, wn);
+        for (size_t i = cap; i < cap + CANARY; i++) {
+            assert_int_equal(got[i], 0x5a); /* nothing stored past cap */
+        }
+        escaped_lines += memchr(want, '\\', wn) != NULL;
+    }
+    assert_true(escaped_lines > 1000); /* the escape paths were taken */
+}
+
 static void test_malformed_batch_is_an_error_not_a_crash(void **state)
 {
     static const char *const msgs[] = {"one", "two"};
@@ -195,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_batch_records_render_like_log_line_format),
         cmocka_unit_test(test_small_buffer_fills_in_pieces_without_losing_a_record),
         cmocka_unit_test(test_malformed_batch_is_an_error_not_a_crash),
+        cmocka_unit_test(test_fast_line_format_matches_the_reference_on_random_records),
     };
 
     return cmocka_run_group_tests_name("server.log_render", tests, NULL, NULL);

@@ -4,8 +4,9 @@
  * nwb-logserver: tokens of names in a --namesym-dir sidecar are replaced in
  * log.txt for binary batches and text/plain, every edge of the token rule
  * (start, end, adjacent, ##, 15 and 17 digits, upper-case hex, a token in a
- * longer hex run), unknown tokens and file names untouched, and the
- * per-run and total counts in /metrics.
+ * longer hex run), unknown tokens and file names untouched, the per-run and
+ * total counts in /metrics, and big bodies pipelined on one connection kept
+ * apart (short head reads, pooled body buffers).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "namesym_test_util.h"
 #include "server_test_util.h"
@@ -270,12 +274,108 @@ static void test_namesym_decode_long_names_fill_a_message_without_loss(void **st
     free(body);
 }
 
+/*
+ * Bodies of 20 KiB .. 200 KiB (read in place after a short head read; those of
+ * 32-64 KiB in reused pooled buffers larger than the body) and small ones,
+ * all pipelined on one keep-alive connection in one send: every request is
+ * answered 200 in order, and every line lands once, decoded, so no body ran
+ * into the next request's bytes.
+ */
+static void test_namesym_decode_pipelined_big_bodies_stay_apart(void **state)
+{
+    enum { REQS = 24 };
+    static const size_t sizes[] = {20000, 40000, 65000, 65536, 200000, 900, 70000, 200};
+    struct fx *f = *state;
+    size_t total = 0, off = 0;
+    char *wire, *log;
+    int fd;
+
+    for (int i = 0; i < REQS; i++) {
+        total += sizes[i % 8] + 512;
+    }
+    wire = malloc(total);
+    assert_non_null(wire);
+    for (int i = 0; i < REQS; i++) {
+        const size_t want = sizes[i % 8];
+        char head[512];
+        size_t blen = 0;
+        int line = 0, hlen;
+        char *body = wire + off + sizeof(head); /* built first, head put in front below */
+
+        while (blen + 64 < want) {
+            blen += (size_t)snprintf(body + blen, 64, "r%02d-l%05d %s x\n", i, line++, f->a);
+        }
+        hlen = snprintf(head, sizeof(head),
+                        "POST /v1/log HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+                        "X-NWB-Program: game\r\nX-NWB-Run: pipe1\r\nX-NWB-Seq: %d\r\n"
+                        "Content-Length: %zu\r\n\r\n",
+                        i + 1, blen);
+        memmove(wire + off + (size_t)hlen, body, blen);
+        memcpy(wire + off, head, (size_t)hlen);
+        off += (size_t)hlen + blen;
+    }
+    fd = nwb_test_connect(f->srv.port);
+    assert_true(fd >= 0);
+    assert_int_equal(nwb_test_send_all(fd, wire, off), 0);
+    /* The answers (empty bodies) arrive back to back: read until every head is in. */
+    {
+        static char resp[REQS * 256];
+        size_t got = 0;
+        int heads = 0;
+
+        while (heads < REQS) {
+            struct pollfd pfd = {fd, POLLIN, 0};
+            ssize_t n;
+
+            assert_true(poll(&pfd, 1, 20000) == 1);
+            n = recv(fd, resp + got, sizeof(resp) - 1 - got, 0);
+            assert_true(n > 0);
+            got += (size_t)n;
+            resp[got] = '\0';
+            heads = 0;
+            for (const char *h = strstr(resp, "\r\n\r\n"); h != NULL;
+                 h = strstr(h + 4, "\r\n\r\n")) {
+                heads++;
+            }
+        }
+        assert_int_equal(heads, REQS);
+        for (const char *h = resp; h != NULL && *h != '\0'; h = strstr(h + 1, "HTTP/1.1 ")) {
+            if (strncmp(h, "HTTP/1.1 ", 9) == 0 && strncmp(h, "HTTP/1.1 200", 12) != 0) {
+                fprintf(stderr, "unexpected answer: %.60s\n", h);
+                fail();
+            }
+        }
+    }
+    close(fd);
+    log = tu_run_log(f->dir, "game", "pipe1");
+    assert_non_null(log);
+    for (int i = 0; i < REQS; i++) {
+        char tag[32];
+        const char *at;
+
+        /* First and last line of each body, decoded, exactly once. */
+        snprintf(tag, sizeof(tag), " r%02d-l00000 alpha x\n", i);
+        at = strstr(log, tag);
+        if (at == NULL) {
+            fprintf(stderr, "missing:%s(log %zu bytes, starts: %.200s)\n", tag, strlen(log), log);
+        }
+        assert_non_null(at);
+        assert_null(strstr(at + 1, tag));
+    }
+    assert_null(strstr(log, f->a));
+    assert_null(strstr(log, "POST"));
+    free(log);
+    free(wire);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_namesym_decode_binary_batch_follows_the_token_rule,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_namesym_decode_text_plain_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_namesym_decode_pipelined_big_bodies_stay_apart, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_namesym_decode_long_names_fill_a_message_without_loss,
                                         setup, teardown),
     };

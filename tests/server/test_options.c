@@ -55,7 +55,7 @@ static void test_defaults_match_the_contract(void **state)
     assert_int_equal(cfg.max_body_bytes, 16u * 1024u * 1024u);
     assert_int_equal(cfg.request_timeout_ms, 10000);
     assert_int_equal(cfg.idle_timeout_ms, 60000);
-    assert_int_equal(cfg.max_connections, 1024);
+    assert_int_equal(cfg.max_connections, 4096);
     assert_int_equal(cfg.queue_max_jobs, 1024);
     assert_int_equal(cfg.max_buffered_bytes, 256u * 1024u * 1024u);
     assert_int_equal(cfg.max_open_runs, 256);

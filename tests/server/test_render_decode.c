@@ -7,7 +7,8 @@
  * near-tokens and long names); nothing copied when no token is known; at the
  * bound the output stays within it, decoded tokens first and the rest left
  * as they were; a decoded record renders into the worker's buffer; without
- * a '#' the message is passed through untouched.
+ * a '#' the message is passed through untouched; whole batches render the
+ * same lines as decoding each message then formatting it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +171,19 @@ static void test_render_decode_matches_the_reference_with_short_and_long_names(v
                 memcpy(msg + 2 + NWB_NAME_TOKEN_LEN, " ", 1);
                 len = 3 + NWB_NAME_TOKEN_LEN;
                 same_as_reference(f, msg, len);
+                /* And by the rule itself (the decoders share their digit parser): a token, and
+                 * decoded, only when the byte is a lower-case hex digit equal to the original
+                 * (another digit makes another, unknown hash). */
+                {
+                    uint64_t d = 0, u = 0;
+                    const unsigned char c = (unsigned char)edge[e];
+                    const int digit = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                    const int same = c == (unsigned char)f->tok_a[pos];
+
+                    nwb_namesym_decode(f->t, msg, len, f->ref, &d, &u);
+                    assert_int_equal(d, digit && same);
+                    assert_int_equal(u, digit && !same);
+                }
             }
         }
     }
@@ -375,6 +389,83 @@ static void test_render_decode_body_scan_finds_what_each_message_holds(void **st
     free(b);
 }
 
+/*
+ * Batches whose messages hold 0..7 names, with control bytes around the tokens, rendered into a
+ * buffer that holds only a few lines at a time (records held over): the same text as decoding each
+ * message with nwb_namesym_decode() and formatting it with nwb_log_line_format().
+ */
+static void test_render_decode_records_render_like_decode_then_format(void **state)
+{
+    struct fx *f = *state;
+    enum { RECS = 64 };
+    static uint8_t body[RECS * 512 + 64];
+    static char msgs[RECS][400];
+    static char want[RECS * 2048], got[RECS * 2048];
+    char *scratch = malloc(NWB__DECODE_MSG_MAX);
+    char *buf = malloc(NWB__RENDER_BUF_SIZE);
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+    struct nwb__rec_iter it;
+    struct nwb__render rd;
+    size_t off = NWB_LOG_BATCH_HEADER_SIZE, wlen = 0, glen = 0;
+    uint64_t ref_dec = 0, ref_unk = 0;
+    int end = 0;
+
+    assert_non_null(scratch);
+    assert_non_null(buf);
+    nwb_log_batch_header_write(body);
+    for (int i = 0; i < RECS; i++) {
+        nwb_log_record_t r;
+        size_t len = 0;
+
+        for (int t = 0; t < i % 8; t++) {
+            const char *const parts[] = {t % 3 == 0 ? "\x01" : "x\t", t % 2 ? f->tok_a : f->tok_b,
+                                         t == 2 ? "\n#00000000000000ff " : "", NULL};
+
+            cat(msgs[i], &len, parts);
+        }
+        memcpy(msgs[i] + len, " end\x7f", 5);
+        len += 5;
+        memset(&r, 0, sizeof(r));
+        r.time_ns = 1764576000000000000ull + (uint64_t)i * 333333333u;
+        r.thread_id = 10 + (uint64_t)(i % 3);
+        r.level = (uint8_t)(i % 4);
+        r.line = (uint32_t)i;
+        r.file = "a\x02.c";
+        r.file_len = 4;
+        r.msg = msgs[i];
+        r.msg_len = (uint32_t)len;
+        off += nwb_log_record_encode(body + off, &r);
+        /* The reference: decode the whole message, then format it. */
+        r.msg_len = (uint32_t)nwb_namesym_decode(f->t, msgs[i], len, f->ref, &ref_dec, &ref_unk);
+        r.msg = f->ref;
+        wlen += nwb_log_line_format(want + wlen, sizeof(want) - wlen, &clock, &r, "p", 1);
+    }
+    nwb_log_batch_header_finish(body, RECS, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
+    assert_int_equal(nwb_log_batch_validate(body, off, NULL, NULL), 0);
+    nwb__rec_iter_batch(&it, body, off);
+    nwb__render_init(&rd, "p", 1);
+    nwb__render_set_names(&rd, f->t, scratch);
+    nwb__render_set_body(&rd, body, off);
+    while (!end) {
+        /* Room for a few of these lines only: records are held over between fills. */
+        const size_t cap = NWB_LOG_LINE_FIXED_MAX + 1 + 4 * 4 + 4 * 400 + 600;
+        size_t n = 0;
+
+        assert_int_equal(nwb__render_fill(&rd, &it, buf, cap, &n, &end), 0);
+        assert_true(glen + n <= sizeof(got));
+        memcpy(got + glen, buf, n);
+        glen += n;
+    }
+    assert_int_equal(rd.records, RECS);
+    assert_int_equal(rd.decoded, ref_dec);
+    assert_int_equal(rd.unknown, ref_unk);
+    assert_true(ref_dec > 100);
+    assert_int_equal(glen, wlen);
+    assert_memory_equal(got, want, wlen);
+    free(scratch);
+    free(buf);
+}
+
 static void test_render_decode_message_without_hash_is_untouched(void **state)
 {
     struct fx *f = *state;
@@ -409,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_render_decode_record_renders_into_the_worker_buffer),
         cmocka_unit_test(test_render_decode_body_scan_finds_what_each_message_holds),
         cmocka_unit_test(test_render_decode_message_without_hash_is_untouched),
+        cmocka_unit_test(test_render_decode_records_render_like_decode_then_format),
     };
 
     return cmocka_run_group_tests_name("server.render_decode", tests, setup, teardown);

@@ -87,12 +87,38 @@ static void track_server(pid_t pid, int add)
     }
 }
 
+/*
+ * NWB_TEST_SERVER_WRAPPER: words (separated by spaces, no quoting) put before the server's
+ * command, e.g. "valgrind --error-exitcode=1 --log-file=/tmp/vg.%p" (scripts/test's valgrind
+ * stage). Looked up in $PATH. At most 32 words of the first 1023 bytes; unset or empty: none.
+ */
+#define WRAPPER_WORDS_MAX 32
+
+static int server_wrapper(char *buf, size_t cap, const char **words)
+{
+    const char *env = getenv("NWB_TEST_SERVER_WRAPPER");
+    int n = 0;
+
+    if (env == NULL) {
+        return 0;
+    }
+    snprintf(buf, cap, "%s", env);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w != NULL && n < WRAPPER_WORDS_MAX;
+         w = strtok_r(NULL, " \t", &save)) {
+        words[n++] = w;
+    }
+    return n;
+}
+
 int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const char *out_dir,
                           int port, const char *const *extra)
 {
+    char wrap_buf[1024];
+    const char *wrap[WRAPPER_WORDS_MAX];
+    const int nwrap = server_wrapper(wrap_buf, sizeof(wrap_buf), wrap);
     int outp[2], errp[2];
     char portbuf[16];
-    const char *argv[64];
+    const char *argv[64 + WRAPPER_WORDS_MAX];
     int argc = 0;
     char line[1024];
     size_t used = 0;
@@ -103,12 +129,15 @@ int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const ch
     srv->stderr_fd = -1;
     snprintf(srv->out_dir, sizeof(srv->out_dir), "%s", out_dir);
     snprintf(portbuf, sizeof(portbuf), "%d", port);
+    for (int i = 0; i < nwrap; i++) {
+        argv[argc++] = wrap[i];
+    }
     argv[argc++] = exe != NULL ? exe : NWB_TEST_SERVER_EXE;
     argv[argc++] = "--port";
     argv[argc++] = portbuf;
     argv[argc++] = "--out";
     argv[argc++] = out_dir;
-    for (int i = 0; extra != NULL && extra[i] != NULL && argc < 62; i++) {
+    for (int i = 0; extra != NULL && extra[i] != NULL && argc < 62 + nwrap; i++) {
         argv[argc++] = extra[i];
     }
     argv[argc] = NULL;
@@ -124,10 +153,14 @@ int nwb_test_server_start(struct nwb_test_server *srv, const char *exe, const ch
     if (srv->pid == 0) {
         dup2(outp[1], STDOUT_FILENO);
         dup2(errp[1], STDERR_FILENO);
-        char *av[64];
+        char *av[64 + WRAPPER_WORDS_MAX];
 
         for (int i = 0; i <= argc; i++) {
             av[i] = (char *)(uintptr_t)argv[i]; /* execv's prototype predates const */
+        }
+        if (nwrap > 0) {
+            execvp(av[0], av);
+            _exit(127);
         }
         execv(av[0], av);
         _exit(127);

@@ -24,21 +24,58 @@
 extern "C" {
 #endif
 
-/** Caches the formatted date-time of the last second seen. Caller storage, one per thread. */
+/** Bytes of "LEVEL   THREAD PROGRAM " nwb_log_line_format() caches; longer prefixes are built. */
+#define NWB_LOG_LINE_PREFIX_MAX 64u
+/** Prefixes cached at once (direct-mapped by thread id and level). */
+#define NWB_LOG_LINE_PREFIX_SLOTS 8u
+
+/** One cached "LEVEL   THREAD PROGRAM " text; len 0 when the slot is empty. */
+struct nwb_log_line_prefix {
+    uint64_t thread;
+    uint32_t len;
+    uint8_t level;
+    char text[NWB_LOG_LINE_PREFIX_MAX];
+};
+
+/**
+ * What nwb_log_line_format() keeps between lines: the formatted date-time of
+ * the last second seen and the "LEVEL   THREAD PROGRAM " texts of recent
+ * (level, thread) pairs for one program. Caller storage, one per thread;
+ * start it with NWB_LOG_LINE_CLOCK_INIT. The program is compared by pointer
+ * and length, so its text must not change in place while the clock is used.
+ */
 typedef struct nwb_log_line_clock {
-    int64_t sec;     /* -1 when empty */
-    char text[24];   /* "YYYY-mm-ddTHH:MM:SS" */
+    int64_t sec;                /* -1 when empty */
+    char text[24];              /* "YYYY-mm-ddTHH:MM:SS." */
+    const char *prefix_program; /* the program the prefixes were made for */
+    size_t prefix_program_len;
+    struct nwb_log_line_prefix prefix[NWB_LOG_LINE_PREFIX_SLOTS];
 } nwb_log_line_clock_t;
 
-#define NWB_LOG_LINE_CLOCK_INIT {-1, {0}}
+#define NWB_LOG_LINE_CLOCK_INIT                                                                    \
+    {                                                                                              \
+        -1, {0}, NULL, 0,                                                                          \
+        {                                                                                          \
+            {                                                                                      \
+                0, 0, 0,                                                                           \
+                {                                                                                  \
+                    0                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
 
 /** Fixed bytes a line can take besides program, file and the escaped message. */
 #define NWB_LOG_LINE_FIXED_MAX 96u
 
-/** The largest line @p rec can produce with a program name of @p program_len bytes. */
+/**
+ * The largest line @p rec can produce with a program name of @p program_len
+ * bytes. The file name and the message are escaped: each byte can take 4.
+ */
 static inline size_t nwb_log_line_max(const nwb_log_record_t *rec, size_t program_len)
 {
-    return NWB_LOG_LINE_FIXED_MAX + program_len + rec->file_len + 4u * (size_t)rec->msg_len;
+    return NWB_LOG_LINE_FIXED_MAX + program_len + 4u * (size_t)rec->file_len +
+           4u * (size_t)rec->msg_len;
 }
 
 /**

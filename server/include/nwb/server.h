@@ -57,13 +57,14 @@ typedef struct nwb_server_config {
     size_t max_buffered_bytes;      /* request bodies held in memory; beyond: wait */
     unsigned max_open_runs;         /* run directories kept open by the log worker */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
+    const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
 } nwb_server_config_t;
 
 #define NWB_SERVER_CONFIG_INIT                                                                     \
     {                                                                                              \
         "127.0.0.1", 7650, "./nwb-logs", {NULL}, 0u, 256u, 256u, 64u, 64u << 20, 4096u, 256u, 8u,  \
             (size_t)64u << 20, (size_t)256u << 20, 200u, 256u, 16u * 1024u, 64u,                   \
-            16u * 1024u * 1024u, 10000u, 60000u, 1024u, 1024u, 256u * 1024u * 1024u, 256u, 0       \
+            16u * 1024u * 1024u, 10000u, 60000u, 4096u, 1024u, 256u * 1024u * 1024u, 256u, 0, NULL \
     }
 
 /* nwb_server_config_parse() results besides 0 and NWB_ECONFIG. */
