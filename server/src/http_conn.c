@@ -130,7 +130,7 @@ static int wants_read(const struct nwb__conn *c)
     if (c->state == NWB__CONN_LINGER) {
         return 1;
     }
-    if (srv->reading_paused || srv->stopping) {
+    if (c->peer_eof || srv->reading_paused || srv->stopping) {
         return 0;
     }
     if (parse_state(c->state)) {
@@ -195,6 +195,12 @@ static void after_response(struct nwb__conn *c)
     timer_arm(c, c->srv->idle_timeout_ms);
     if (!c->in_process) {
         conn_drive(c);
+        if (c->peer_eof && parse_state(c->state)) {
+            /* The peer sent all it will: what is left is an incomplete request (dropped: it
+             * was never acknowledged), and every complete one was answered. */
+            conn_close(c);
+            return;
+        }
         nwb__conn_update_reading(c);
     }
 }
@@ -241,7 +247,12 @@ void nwb__conn_respond(struct nwb__conn *c, int status, const char *ctype, const
 
         bufs[0] = uv_buf_init(c->head, (unsigned)hlen);
     }
-    if (body_len > 0) {
+    if (body_len > 0 && c->req.method == HTTP_HEAD) {
+        /* A response to HEAD has no body (its Content-Length still says what GET would get). */
+        if (take_body) {
+            nwb_free((void *)(uintptr_t)body);
+        }
+    } else if (body_len > 0) {
         if (take_body) {
             c->resp_body = (char *)(uintptr_t)body;
         } else {
@@ -673,8 +684,9 @@ static void conn_on_eof(struct nwb__conn *c)
     case NWB__CONN_WAIT_QUEUE:
     case NWB__CONN_IN_WORKER:
     case NWB__CONN_WRITING:
-        /* The peer half-closed after its request: still answer it, then close. */
-        c->close_after = 1;
+        /* The peer half-closed after its request: still answer it and every complete
+         * request pipelined behind it (stashed), then close. */
+        c->peer_eof = 1;
         nwb__conn_update_reading(c);
         break;
     default:

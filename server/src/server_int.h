@@ -341,6 +341,7 @@ struct nwb__conn {
     int job_out;      /* the job is with the worker */
     int reading;      /* uv_read_start is in effect */
     int close_after;  /* close once the current response is sent */
+    int peer_eof;     /* the peer half-closed: answer what is complete, then close */
     int in_process;   /* inside the parse loop (no re-entry) */
     int discard_body; /* early answer decided: skip the body */
     int early_status; /* answer to give once the body is skipped */

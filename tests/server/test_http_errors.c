@@ -192,6 +192,100 @@ static void test_routing_errors_keep_the_connection(void **state)
     finish(&srv, dir);
 }
 
+/* Everything the server sends until it closes (at most @p cap - 1 bytes), NUL-terminated. */
+static size_t read_until_closed(int fd, char *buf, size_t cap)
+{
+    size_t used = 0;
+
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t n;
+
+        if (poll(&p, 1, 5000) <= 0) {
+            break; /* the caller's asserts say what was missing */
+        }
+        n = recv(fd, buf + used, cap - 1 - used, 0);
+        if (n <= 0) {
+            break;
+        }
+        used += (size_t)n;
+        if (used == cap - 1) {
+            break;
+        }
+    }
+    buf[used] = '\0';
+    return used;
+}
+
+static unsigned count_str(const char *hay, const char *needle)
+{
+    unsigned n = 0;
+
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle)) {
+        n++;
+    }
+    return n;
+}
+
+/* A HEAD answer carries no body, so the next pipelined answer starts right after its head. */
+static void test_head_answer_has_no_body(void **state)
+{
+    struct nwb_test_server srv;
+    char dir[512], all[8192];
+    const char *next;
+    int fd;
+
+    (void)state;
+    start(&srv, dir, NULL);
+    fd = nwb_test_connect(srv.port);
+    assert_int_equal(send_str(fd, "HEAD /v1/health HTTP/1.1\r\n\r\n"
+                                  "GET /v1/health HTTP/1.1\r\nConnection: close\r\n\r\n"),
+                     0);
+    read_until_closed(fd, all, sizeof(all));
+    close(fd);
+    assert_int_equal(strncmp(all, "HTTP/1.1 405 ", 13), 0);
+    assert_non_null(strstr(all, "\r\nContent-Length: "));
+    next = strstr(all, "\r\n\r\n");
+    assert_non_null(next);
+    assert_int_equal(strncmp(next + 4, "HTTP/1.1 200 ", 13), 0);
+    finish(&srv, dir);
+}
+
+/*
+ * Requests pipelined behind one the worker writes, then a half-close: each complete request
+ * is answered in order, then the connection closes; an incomplete tail is dropped.
+ */
+static void test_pipelined_requests_after_half_close_are_all_answered(void **state)
+{
+    static const char req[] = "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\n"
+                              "X-NWB-Program: pipe\r\nX-NWB-Run: halfclose\r\n"
+                              "Content-Length: 17\r\n\r\npipelined line 1\n"
+                              "GET /v1/health HTTP/1.1\r\n\r\n"
+                              "GET /metrics HTTP/1.1\r\n\r\n"
+                              "GET /v1/health HTTP/1.1\r\nContent-Le"; /* incomplete */
+    struct nwb_test_server srv;
+    char dir[512], all[65536], log[1024];
+    const char *p200;
+    int fd;
+
+    (void)state;
+    start(&srv, dir, NULL);
+    fd = nwb_test_connect(srv.port);
+    assert_int_equal(send_str(fd, req), 0);
+    assert_int_equal(shutdown(fd, SHUT_WR), 0);
+    read_until_closed(fd, all, sizeof(all));
+    close(fd);
+    assert_int_equal(count_str(all, "HTTP/1.1 "), 3);
+    p200 = strstr(all, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n");
+    assert_true(p200 == all); /* the log write's answer first */
+    assert_non_null(strstr(all, "\"status\":\"ok\""));
+    assert_non_null(strstr(all, "nwb_requests_total"));
+    assert_int_equal(nwb_test_find_run_log(dir, "pipe", "halfclose", log, sizeof(log)), 0);
+    assert_true(nwb_test_wait_file_contains(log, "pipelined line 1", 5000));
+    still_serves(srv.port);
+    finish(&srv, dir);
+}
+
 static void test_post_without_length_is_411(void **state)
 {
     struct nwb_test_server srv;
@@ -412,6 +506,9 @@ int main(void)
         cmocka_unit_test_teardown(test_malformed_requests_are_refused_and_service_continues,
                                   tu_reap),
         cmocka_unit_test_teardown(test_routing_errors_keep_the_connection, tu_reap),
+        cmocka_unit_test_teardown(test_head_answer_has_no_body, tu_reap),
+        cmocka_unit_test_teardown(test_pipelined_requests_after_half_close_are_all_answered,
+                                  tu_reap),
         cmocka_unit_test_teardown(test_post_without_length_is_411, tu_reap),
         cmocka_unit_test_teardown(test_seq_must_be_a_decimal_u64, tu_reap),
         cmocka_unit_test_teardown(test_header_bounds_at_their_edges, tu_reap),
