@@ -8,13 +8,19 @@
 #   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar).
 #   test:  tools the test suite runs besides the build (python3 for shared/contract_smoke.py,
 #          binutils for addr2line in the crash tests).
-#   valgrind: the optional valgrind stage of scripts/test.
+#   tsan:  the tsan stage of scripts/test: gcc's ThreadSanitizer runtime (libtsan2, also pulled
+#          in by gcc), setarch (util-linux) and sysctl (procps) for the kernels where TSan needs
+#          address randomisation off or vm.mmap_rnd_bits lowered.
+#   valgrind: the valgrind stage of scripts/test (memcheck).
+#   soak:  scripts/soak's samplers: curl (GET /metrics), ps (procps).
 #   fuzz:  clang and its libFuzzer runtime for scripts/fuzz.
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
     libcmocka-dev node-llhttp"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools"
 NWB_DEPS_test="python3 binutils"
+NWB_DEPS_tsan="libtsan2 util-linux procps"
 NWB_DEPS_valgrind="valgrind"
+NWB_DEPS_soak="curl procps"
 NWB_DEPS_fuzz="clang libclang-rt-14-dev"
 
 # nwb_deps_packages GROUP... - print the packages of the groups, one per line.
