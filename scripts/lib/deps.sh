@@ -7,7 +7,7 @@
 #   build: compile nwb and its test suite (llhttp comes as generated C sources in node-llhttp).
 #   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar).
 #   test:  tools the test suite runs besides the build (python3 for shared/contract_smoke.py,
-#          binutils for addr2line in the crash tests).
+#          binutils for addr2line in the crash tests, util-linux for prlimit in fault_loris_flood).
 #   tsan:  the tsan stage of scripts/test: gcc's ThreadSanitizer runtime (libtsan2, also pulled
 #          in by gcc), setarch (util-linux) and sysctl (procps) for the kernels where TSan needs
 #          address randomisation off or vm.mmap_rnd_bits lowered.
@@ -17,7 +17,7 @@
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
     libcmocka-dev node-llhttp"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools"
-NWB_DEPS_test="python3 binutils"
+NWB_DEPS_test="python3 binutils util-linux"
 NWB_DEPS_tsan="libtsan2 util-linux procps"
 NWB_DEPS_valgrind="valgrind"
 NWB_DEPS_soak="curl procps"

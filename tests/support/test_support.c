@@ -407,8 +407,8 @@ int nwb_test_http(int port, const char *method, const char *path, const char *he
         return -1;
     }
     n = snprintf(head, sizeof(head),
-                 "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %zu\r\n%s\r\n", method,
-                 path, body_len, headers != NULL ? headers : "");
+                 "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %zu\r\n%s\r\n", method, path,
+                 body_len, headers != NULL ? headers : "");
     if (nwb_test_send_all(fd, head, (size_t)n) != 0 ||
         (body_len > 0 && nwb_test_send_all(fd, body, body_len) != 0) ||
         nwb_test_read_response(fd, &status, resp, resp_cap) < 0) {

@@ -14,9 +14,9 @@
 struct nwb_test_server {
     pid_t pid;
     int port;
-    int stdout_fd;      /* the rest of the server's stdout, non-blocking */
-    int stderr_fd;      /* its stderr, non-blocking */
-    char out_dir[512];  /* --out */
+    int stdout_fd;     /* the rest of the server's stdout, non-blocking */
+    int stderr_fd;     /* its stderr, non-blocking */
+    char out_dir[512]; /* --out */
 };
 
 /* A fresh directory under $TMPDIR (or /tmp); @p out holds at least 512 bytes. Returns 0. */
