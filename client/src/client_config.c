@@ -5,8 +5,6 @@
  * (--no-logserver, --logserver=HOST:PORT) into resolved settings, and
  * choosing server or standalone mode (probe, then maybe launch a server).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +13,7 @@
 #include "nwb/error.h"
 #include "nwb/log_line.h"
 #include "nwb/safe_name.h"
+#include "nwb/token.h"
 
 #include "client_core.h"
 
@@ -195,58 +194,6 @@ static void program_default(char *dst)
     nwb_safe_name(dst, base, strlen(base), "program");
 }
 
-/*
- * The token in file @p path (as nwb-logserver's --token-file: one trailing
- * LF or CRLF dropped) into @p dst (@p cap bytes, NUL-terminated). Reads at
- * most cap + 1 bytes. Returns 0, or NWB_ECONFIG with a reason.
- */
-static int token_file_read(const char *path, char *dst, size_t cap, char *errbuf, size_t errlen)
-{
-    char buf[512];
-    size_t len = 0;
-    const size_t want = cap + 2 < sizeof(buf) ? cap + 2 : sizeof(buf);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-    if (fd < 0) {
-        return config_error(errbuf, errlen, "cannot open the token file %s: %s", path,
-                            strerror(errno));
-    }
-    while (len < want) {
-        const ssize_t n = read(fd, buf + len, want - len);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            const int e = errno;
-
-            close(fd);
-            return config_error(errbuf, errlen, "cannot read the token file %s: %s", path,
-                                strerror(e));
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
-    }
-    close(fd);
-    if (len > 0 && buf[len - 1] == '\n') {
-        len--;
-        if (len > 0 && buf[len - 1] == '\r') {
-            len--;
-        }
-    }
-    if (len == 0 || len >= cap || memchr(buf, '\0', len) != NULL) {
-        memset(buf, 0, sizeof(buf));
-        return config_error(errbuf, errlen,
-                            "the token file %s is empty, too long or holds a NUL byte%s", path, "");
-    }
-    memcpy(dst, buf, len);
-    dst[len] = '\0';
-    memset(buf, 0, sizeof(buf));
-    return 0;
-}
-
 int nwb__settings_resolve(const nwb_client_config_t *cfg_in, struct nwb__settings *s,
                           int *explicit_server, char *errbuf, size_t errlen)
 {
@@ -333,26 +280,18 @@ int nwb__settings_resolve(const nwb_client_config_t *cfg_in, struct nwb__setting
         return rc;
     }
 
+    /* The config's token, else the environment's (a token file only matters off standalone). */
     token = cfg->token != NULL ? cfg->token : env_nonempty("NWB_LOGSERVER_TOKEN");
     if (token != NULL) {
-        if (strpbrk(token, "\r\n") != NULL) {
-            return config_error(errbuf, errlen, "the server token contains a line break%s%s", "",
-                                "");
+        if (!nwb_token_valid(token, strlen(token))) {
+            return config_error(errbuf, errlen,
+                                "the server token must be 1..255 visible ASCII bytes%s%s", "", "");
         }
-        rc = copy_setting(s->token, sizeof(s->token), token, "the server token", errbuf, errlen);
+        memcpy(s->token, token, strlen(token) + 1);
+    } else if (s->mode != NWB_CLIENT_MODE_STANDALONE) {
+        rc = nwb_token_from_env(s->token, sizeof(s->token), errbuf, errlen);
         if (rc != 0) {
             return rc;
-        }
-    } else if ((token = env_nonempty("NWB_LOGSERVER_TOKEN_FILE")) != NULL &&
-               s->mode != NWB_CLIENT_MODE_STANDALONE) {
-        rc = token_file_read(token, s->token, sizeof(s->token), errbuf, errlen);
-        if (rc != 0) {
-            return rc;
-        }
-        if (strpbrk(s->token, "\r\n") != NULL) {
-            memset(s->token, 0, sizeof(s->token));
-            return config_error(errbuf, errlen, "the token file %s holds a line break%s", token,
-                                "");
         }
     }
 

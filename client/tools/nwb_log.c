@@ -15,6 +15,7 @@
 #include "nwb/error.h"
 #include "nwb/log.h"
 #include "nwb/log_batch.h"
+#include "nwb/token.h"
 
 #define EXIT_USAGE 2
 /* How long to wait for delivery (or spooling) before giving up, unless --timeout-ms says. */
@@ -181,37 +182,6 @@ static int log_stdin(int level)
     return 0;
 }
 
-/* The token in @p path into @p dst (@p cap bytes): one trailing LF / CRLF dropped. 0 or -1. */
-static int token_read(const char *path, char *dst, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    size_t n;
-
-    if (f == NULL) {
-        fprintf(stderr, "nwb-log: --token-file %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    n = fread(dst, 1, cap - 1, f);
-    dst[n] = '\0';
-    if (n == cap - 1 && fgetc(f) != EOF) {
-        n = cap; /* too long */
-    }
-    fclose(f);
-    if (n > 0 && n < cap && dst[n - 1] == '\n') {
-        dst[--n] = '\0';
-        if (n > 0 && dst[n - 1] == '\r') {
-            dst[--n] = '\0';
-        }
-    }
-    if (n == 0 || n >= cap - 1 || strlen(dst) != n) {
-        fprintf(stderr, "nwb-log: --token-file %s: empty, longer than 255 bytes or holds NUL\n",
-                path);
-        memset(dst, 0, cap);
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     nwb_client_config_t cfg = NWB_CLIENT_CONFIG_INIT;
@@ -224,7 +194,7 @@ int main(int argc, char **argv)
     char spool_dir[4096];
     char program[80];
     char run[32];
-    char token[258];
+    char token[NWB_TOKEN_MAX + 1];
     int server_mode;
     int ok;
     int rc;
@@ -263,7 +233,10 @@ int main(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--log-dir", &missing)) != NULL) {
             cfg.log_dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--token-file", &missing)) != NULL) {
-            if (token_read(v, token, sizeof(token)) != 0) {
+            char why[512];
+
+            if (nwb_token_file_read(v, token, sizeof(token), why, sizeof(why)) != 0) {
+                fprintf(stderr, "nwb-log: --token-file: %s\n", why);
                 return EXIT_USAGE;
             }
             cfg.token = token;

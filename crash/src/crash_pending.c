@@ -23,6 +23,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/token.h"
 
 #include "capture_int.h"
 
@@ -348,72 +349,18 @@ static const char *content_type(const char *file)
     return "application/zstd";
 }
 
-/*
- * The server's bearer token, as the log client takes it: $NWB_LOGSERVER_TOKEN, else the
- * content of $NWB_LOGSERVER_TOKEN_FILE (one trailing newline dropped). 0 with an empty @p out
- * when neither is set; NWB_ECONFIG when the token is unusable (too long, a control byte).
- */
-static int upload_token(char *out, size_t cap)
-{
-    const char *tok = getenv("NWB_LOGSERVER_TOKEN");
-    const char *path = getenv("NWB_LOGSERVER_TOKEN_FILE");
-    size_t n = 0;
-
-    out[0] = '\0';
-    if (tok != NULL && tok[0] != '\0') {
-        n = strlen(tok);
-        if (n >= cap) {
-            return NWB_ECONFIG;
-        }
-        memcpy(out, tok, n + 1);
-    } else if (path != NULL && path[0] != '\0') {
-        const int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t got;
-
-        if (fd < 0) {
-            return -errno;
-        }
-        got = read(fd, out, cap);
-        close(fd);
-        if (got < 0 || (size_t)got >= cap) {
-            out[0] = '\0';
-            return got < 0 ? -EIO : NWB_ECONFIG;
-        }
-        n = (size_t)got;
-        if (n > 0 && out[n - 1] == '\n') {
-            n--;
-        }
-        if (n > 0 && out[n - 1] == '\r') {
-            n--;
-        }
-        out[n] = '\0';
-    }
-    for (size_t i = 0; i < n; i++) {
-        if ((unsigned char)out[i] <= 0x20 || (unsigned char)out[i] >= 0x7f) {
-            out[0] = '\0';
-            return NWB_ECONFIG;
-        }
-    }
-    return 0;
-}
-
 int nwb_crash_upload_file(const char *file, const char *server, unsigned timeout_ms,
                           nwb_crash_upload_result_t *res, char *errbuf, size_t errlen)
 {
     char program[NWB_SAFE_NAME_MAX + 1], run[NWB_SAFE_NAME_MAX + 1];
-    char headers[1024], body[1024], token[256];
+    char headers[1024], body[1024], token[NWB_TOKEN_MAX + 1];
     struct stat st;
     int fd, err;
 
     memset(res, 0, sizeof(*res));
-    err = upload_token(token, sizeof(token));
+    err = nwb_token_from_env(token, sizeof(token), errbuf, errlen);
     if (err != 0) {
-        if (errbuf != NULL) {
-            snprintf(errbuf, errlen,
-                     "the server token ($NWB_LOGSERVER_TOKEN or $NWB_LOGSERVER_TOKEN_FILE) is "
-                     "unreadable or not 1..255 visible ASCII bytes");
-        }
-        return err;
+        return err; /* nothing sent: the archive stays pending */
     }
     if (server == NULL) {
         server = getenv("NWB_LOGSERVER");
