@@ -2,17 +2,20 @@
 /*
  * server_test_util.h - helpers shared by the nwb-logserver tests: building
  * binary log batches, POSTing to /v1/log with run identity headers, reading
- * one /metrics value, counting substrings. Header-only (static inline).
+ * one /metrics value, counting substrings, running the binary to its exit
+ * (tu_run_exe). Header-only (static inline).
  */
 #ifndef NWB_SERVER_TEST_UTIL_H
 #define NWB_SERVER_TEST_UTIL_H
 
 #include <signal.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "nwb/log_batch.h"
 #include "test_support.h"
@@ -181,5 +184,90 @@ static inline char *tu_run_log(const char *out_dir, const char *program, const c
     }
     return nwb_test_read_file(path, NULL);
 }
+
+#ifdef NWB_TEST_SERVER_EXE
+struct tu_result {
+    int status; /* exit code, or -1 */
+    char out[8192];
+    char err[8192];
+};
+
+/* Run nwb-logserver with @p args (NULL-terminated) to its exit (10 s at most): exit code and
+ * output. */
+static inline void tu_run_exe(struct tu_result *res, const char *const *args)
+{
+    const char *argv[32];
+    int outp[2], errp[2];
+    size_t olen = 0, elen = 0;
+    int argc = 0;
+    int status;
+    long long deadline = nwb_test_now_ms() + 10000;
+    pid_t pid;
+
+    memset(res, 0, sizeof(*res));
+    res->status = -1;
+    argv[argc++] = NWB_TEST_SERVER_EXE;
+    while (*args != NULL && argc < 31) {
+        argv[argc++] = *args++;
+    }
+    argv[argc] = NULL;
+    assert_int_equal(pipe(outp), 0);
+    assert_int_equal(pipe(errp), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(outp[1], STDOUT_FILENO);
+        dup2(errp[1], STDERR_FILENO);
+        execv(argv[0], (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    close(outp[1]);
+    close(errp[1]);
+    for (int open_fds = 2; open_fds > 0 && nwb_test_now_ms() < deadline;) {
+        struct pollfd p[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+
+        if (poll(p, 2, 1000) <= 0) {
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            char *buf = i == 0 ? res->out : res->err;
+            size_t *len = i == 0 ? &olen : &elen;
+            ssize_t n;
+
+            if (p[i].revents == 0 || p[i].fd < 0) {
+                continue;
+            }
+            n = read(p[i].fd, buf + *len, sizeof(res->out) - 1 - *len);
+            if (n <= 0) {
+                close(i == 0 ? outp[0] : errp[0]);
+                if (i == 0) {
+                    outp[0] = -1;
+                } else {
+                    errp[0] = -1;
+                }
+                open_fds--;
+            } else {
+                *len += (size_t)n;
+            }
+        }
+    }
+    if (outp[0] >= 0) {
+        close(outp[0]);
+        kill(pid, SIGKILL);
+    }
+    if (errp[0] >= 0) {
+        close(errp[0]);
+        kill(pid, SIGKILL);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    res->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#define TU_RUN(res, ...)                                                                           \
+    do {                                                                                           \
+        const char *const args_[] = {__VA_ARGS__, NULL};                                           \
+        tu_run_exe(res, args_);                                                                    \
+    } while (0)
+#endif /* NWB_TEST_SERVER_EXE */
 
 #endif /* NWB_SERVER_TEST_UTIL_H */

@@ -258,108 +258,25 @@ static void test_rejected_post_body_is_never_written(void **state)
     assert_non_null(strstr(metrics, "\nnwb_records_total 1\n"));
 }
 
-struct result {
-    int status; /* exit code, or -1 */
-    char err[4096];
-    char out[4096];
-};
-
-/* Run the binary with @p args (NULL-terminated) to its exit, 10 s at most. */
-static void run(struct result *res, const char *const *args)
-{
-    const char *argv[16];
-    int errp[2], outp[2];
-    size_t elen = 0, olen = 0;
-    long long deadline = nwb_test_now_ms() + 10000;
-    int argc = 0;
-    int status;
-    pid_t pid;
-
-    memset(res, 0, sizeof(*res));
-    res->status = -1;
-    argv[argc++] = NWB_TEST_SERVER_EXE;
-    while (*args != NULL && argc < 15) {
-        argv[argc++] = *args++;
-    }
-    argv[argc] = NULL;
-    assert_int_equal(pipe(errp), 0);
-    assert_int_equal(pipe(outp), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(errp[1], STDERR_FILENO);
-        dup2(outp[1], STDOUT_FILENO);
-        execv(argv[0], (char *const *)(uintptr_t)argv);
-        _exit(127);
-    }
-    close(errp[1]);
-    close(outp[1]);
-    for (int open_fds = 2; open_fds > 0 && nwb_test_now_ms() < deadline;) {
-        struct pollfd p[2] = {{errp[0], POLLIN, 0}, {outp[0], POLLIN, 0}};
-
-        if (poll(p, 2, 1000) <= 0) {
-            continue;
-        }
-        for (int i = 0; i < 2; i++) {
-            char *buf = i == 0 ? res->err : res->out;
-            size_t *len = i == 0 ? &elen : &olen;
-            ssize_t n;
-
-            if (p[i].fd < 0 || p[i].revents == 0) {
-                continue;
-            }
-            n = read(p[i].fd, buf + *len, sizeof(res->err) - 1 - *len);
-            if (n <= 0) {
-                close(p[i].fd);
-                if (i == 0) {
-                    errp[0] = -1;
-                } else {
-                    outp[0] = -1;
-                }
-                open_fds--;
-            } else {
-                *len += (size_t)n;
-            }
-        }
-    }
-    if (errp[0] >= 0 || outp[0] >= 0) {
-        kill(pid, SIGKILL);
-    }
-    if (errp[0] >= 0) {
-        close(errp[0]);
-    }
-    if (outp[0] >= 0) {
-        close(outp[0]);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    res->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-#define RUN(res, ...)                                                                              \
-    do {                                                                                           \
-        const char *const args_[] = {__VA_ARGS__, NULL};                                           \
-        run(res, args_);                                                                           \
-    } while (0)
-
 static void test_non_loopback_bind_without_token_exits_2(void **state)
 {
     struct fixture *f = *state;
-    struct result r;
+    struct tu_result r;
 
-    RUN(&r, "--bind", "0.0.0.0", "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--bind", "0.0.0.0", "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--bind 0.0.0.0 is not a loopback address"));
     assert_non_null(strstr(r.err, "--token-file"));
     assert_null(strstr(r.out, "listening"));
-    RUN(&r, "--bind", "::", "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--bind", "::", "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "not a loopback address"));
-    RUN(&r, "--bind", "192.0.2.1", "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--bind", "192.0.2.1", "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     /* With a token the address is accepted: the start then fails later, on purpose, at the
      * output root, before any socket is bound (tests only listen on loopback). */
-    RUN(&r, "--bind", "0.0.0.0", "--token-file", f->token, "--port", "0", "--out",
-        "/proc/self/no-such-place");
+    TU_RUN(&r, "--bind", "0.0.0.0", "--token-file", f->token, "--port", "0", "--out",
+           "/proc/self/no-such-place");
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "cannot create /proc/self/no-such-place"));
     assert_null(strstr(r.err, "loopback"));
@@ -369,32 +286,32 @@ static void test_bad_token_files_exit_2_with_a_reason(void **state)
 {
     struct fixture *f = *state;
     char path[700];
-    struct result r;
+    struct tu_result r;
 
     snprintf(path, sizeof(path), "%s/bad-token", f->dir);
     write_file(path, TOKEN "\n", 0644);
-    RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "group or others (mode 0644)"));
     write_file(path, "\n", 0600);
-    RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "the token is empty"));
     write_file(path, "short\n", 0600);
-    RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "shorter than 16 bytes"));
     write_file(path, "two words are not one token\n", 0600);
-    RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "not visible ASCII"));
-    RUN(&r, "--token-file", "/nonexistent/token", "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", "/nonexistent/token", "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "cannot open"));
-    RUN(&r, "--token-file", f->dir, "--port", "0", "--out", f->out);
+    TU_RUN(&r, "--token-file", f->dir, "--port", "0", "--out", f->out);
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "not a regular file"));
-    RUN(&r, "--help");
+    TU_RUN(&r, "--help");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "--token-file FILE"));
 }

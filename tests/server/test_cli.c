@@ -25,120 +25,38 @@
 
 #include "server_test_util.h"
 
-struct result {
-    int status; /* exit code, or -1 */
-    char out[8192];
-    char err[8192];
-};
-
-/* Run the server with @p args (NULL-terminated) to its exit (10 s at most). */
-static void run(struct result *res, const char *const *args)
-{
-    const char *argv[32];
-    int outp[2], errp[2];
-    size_t olen = 0, elen = 0;
-    int argc = 0;
-    int status;
-    long long deadline = nwb_test_now_ms() + 10000;
-    pid_t pid;
-
-    memset(res, 0, sizeof(*res));
-    res->status = -1;
-    argv[argc++] = NWB_TEST_SERVER_EXE;
-    while (*args != NULL && argc < 31) {
-        argv[argc++] = *args++;
-    }
-    argv[argc] = NULL;
-    assert_int_equal(pipe(outp), 0);
-    assert_int_equal(pipe(errp), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(outp[1], STDOUT_FILENO);
-        dup2(errp[1], STDERR_FILENO);
-        execv(argv[0], (char *const *)(uintptr_t)argv);
-        _exit(127);
-    }
-    close(outp[1]);
-    close(errp[1]);
-    for (int open_fds = 2; open_fds > 0 && nwb_test_now_ms() < deadline;) {
-        struct pollfd p[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
-
-        if (poll(p, 2, 1000) <= 0) {
-            continue;
-        }
-        for (int i = 0; i < 2; i++) {
-            char *buf = i == 0 ? res->out : res->err;
-            size_t *len = i == 0 ? &olen : &elen;
-            ssize_t n;
-
-            if (p[i].revents == 0 || p[i].fd < 0) {
-                continue;
-            }
-            n = read(p[i].fd, buf + *len, sizeof(res->out) - 1 - *len);
-            if (n <= 0) {
-                close(i == 0 ? outp[0] : errp[0]);
-                if (i == 0) {
-                    outp[0] = -1;
-                } else {
-                    errp[0] = -1;
-                }
-                open_fds--;
-            } else {
-                *len += (size_t)n;
-            }
-        }
-    }
-    if (outp[0] >= 0) {
-        close(outp[0]);
-        kill(pid, SIGKILL);
-    }
-    if (errp[0] >= 0) {
-        close(errp[0]);
-        kill(pid, SIGKILL);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    res->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-#define RUN(res, ...)                                                                              \
-    do {                                                                                           \
-        const char *const args_[] = {__VA_ARGS__, NULL};                                           \
-        run(res, args_);                                                                           \
-    } while (0)
-
 static void test_bad_options_exit_2_with_a_message(void **state)
 {
-    struct result r;
+    struct tu_result r;
 
     (void)state;
-    RUN(&r, "--bogus");
+    TU_RUN(&r, "--bogus");
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "unknown option '--bogus'"));
     assert_string_equal(r.out, "");
-    RUN(&r, "--port", "seventy");
+    TU_RUN(&r, "--port", "seventy");
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--port: 'seventy' is not a whole number in 0..65535"));
-    RUN(&r, "--max-body-bytes=0");
+    TU_RUN(&r, "--max-body-bytes=0");
     assert_int_equal(r.status, 2);
-    RUN(&r, "--bind", "example.com");
+    TU_RUN(&r, "--bind", "example.com");
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "not an IPv4 or IPv6 address literal"));
-    RUN(&r, "--out");
+    TU_RUN(&r, "--out");
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--out needs a value"));
 }
 
 static void test_help_and_version_exit_0(void **state)
 {
-    struct result r;
+    struct tu_result r;
 
     (void)state;
-    RUN(&r, "--help");
+    TU_RUN(&r, "--help");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "usage: nwb-logserver"));
     assert_non_null(strstr(r.out, "--max-connections N"));
-    RUN(&r, "--version");
+    TU_RUN(&r, "--version");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "nwb-logserver 0.1.0\n");
 }
@@ -148,18 +66,18 @@ static void test_cannot_start_exits_1_with_a_reason(void **state)
     struct nwb_test_server srv;
     char dir[512];
     char port[16];
-    struct result r;
+    struct tu_result r;
 
     (void)state;
     assert_int_equal(nwb_test_tmpdir("cli", dir, sizeof(dir)), 0);
     assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
     snprintf(port, sizeof(port), "%d", srv.port);
-    RUN(&r, "--port", port, "--out", dir);
+    TU_RUN(&r, "--port", port, "--out", dir);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "cannot listen on 127.0.0.1 port"));
     assert_null(strstr(r.out, "listening on"));
     assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
-    RUN(&r, "--port", "0", "--out", "/proc/self/no-such-place");
+    TU_RUN(&r, "--port", "0", "--out", "/proc/self/no-such-place");
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "cannot create /proc/self/no-such-place"));
     nwb_test_rmtree(dir);
