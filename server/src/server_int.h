@@ -540,6 +540,9 @@ struct nwb__render {
     const char *body, *body_end;
     const char *scan_from; /* where the last look for a '#' started */
     const char *scan_hash; /* what it found; NULL: no '#' from scan_from on */
+    /* the next two '#'s after scan_hash (NULL: none), their names prefetched ahead of use:
+     * the table slot two '#'s ahead, the string one ahead */
+    const char *ahead[2];
     int scanned;
 };
 
@@ -583,6 +586,11 @@ int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf
 size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
                           size_t from, char *dst, int *changed, uint64_t *decoded,
                           uint64_t *unknown);
+
+/* When the 16 bytes after the '#' at @p hash (before @p end) are token digits, hint
+ * nwb_namesym_table_prefetch(names, their hash, name). */
+void nwb__render_prefetch(const nwb_namesym_table_t *names, const char *hash, const char *end,
+                          int name);
 
 /* ---- names_load.c: name-symbol tables from .namesym sidecars ---- */
 
