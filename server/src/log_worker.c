@@ -31,6 +31,7 @@ struct nwb__log_worker {
     uv_prepare_t prep; /* before poll: deliver what is done, then mark the loop asleep */
     uv_check_t flush;  /* after poll: mark it awake, hand the turn's jobs over */
     struct nwb__log_job *l_head, *l_tail; /* loop thread only: submitted this turn */
+    size_t l_bytes;                       /* their body bytes */
     nwb__job_done_fn done;
     void *ctx;
     unsigned outstanding; /* loop thread only */
@@ -331,6 +332,7 @@ static void hand_over(struct nwb__log_worker *w)
     wake = w->waiting;
     pthread_mutex_unlock(&w->mu);
     w->l_head = w->l_tail = NULL;
+    w->l_bytes = 0;
     if (wake) {
         pthread_cond_signal(&w->cv);
     }
@@ -380,6 +382,12 @@ void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job)
         w->l_head = job;
     }
     w->l_tail = job;
+    /* Big bodies go at once: their rendering dwarfs a wake-up, and the worker must not
+     * idle while the loop reads the rest of a turn's bodies. */
+    w->l_bytes += job->body_len;
+    if (w->l_bytes >= NWB__HANDOVER_BYTES) {
+        hand_over(w);
+    }
 }
 
 unsigned nwb__log_worker_outstanding(const struct nwb__log_worker *w)
