@@ -4,18 +4,11 @@
  * not copied, with its run identity); it formats each job's records into one
  * big buffer, decoding #tokens with its name table, and writes it to the
  * run's log.txt (one write per job, or a few for huge ones), then returns the
- * job through a completion list. Two more job kinds ride the same ordered
- * queue: finding a run's directory (telemetry) and switching the name table
+ * job through a completion list and uv_async_send (sends coalesce: the loop
+ * drains the whole list). Two more job kinds ride the same ordered queue:
+ * finding a run's directory (telemetry) and switching the name table
  * (SIGHUP) between two batches. It waits on a condition variable when there
  * is nothing to do: no polling.
- *
- * Thread hand-offs are what a request costs most besides the kernel, so both
- * directions are batched per loop turn. Jobs submitted during a turn go to
- * the worker together after the turn's I/O callbacks (a check handle): one
- * lock and at most one wake-up. Completions are picked up by the loop before
- * it polls (a prepare handle); the worker writes the async handle's eventfd
- * only when the loop said it is about to block, so a busy loop is never
- * woken for them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,15 +20,10 @@
 #include "server_int.h"
 
 struct nwb__log_worker {
-    uv_async_t async;  /* completions ready while the loop may be blocked in poll */
-    uv_prepare_t prep; /* before poll: deliver what is done, then mark the loop asleep */
-    uv_check_t flush;  /* after poll: mark it awake, hand the turn's jobs over */
-    struct nwb__log_job *l_head, *l_tail; /* loop thread only: submitted this turn */
-    size_t l_bytes;                       /* their body bytes */
+    uv_async_t async; /* completions ready */
     nwb__job_done_fn done;
     void *ctx;
     unsigned outstanding; /* loop thread only */
-    int handles_open;     /* loop thread only: while closing */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;
@@ -45,7 +33,6 @@ struct nwb__log_worker {
     struct nwb__log_job *done_head, *done_tail; /* back to the loop */
     int stop;
     int waiting;
-    int loop_asleep; /* the loop is (or may soon be) blocked in poll: wake it with async */
     /* worker thread only (and the loop after the join) */
     struct nwb__run_store *store;
     char *buf;
@@ -154,7 +141,6 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         while (list != NULL) {
             struct nwb__log_job *job = list;
-            int wake_loop;
 
             list = job->next;
             job->next = NULL;
@@ -166,31 +152,13 @@ static void *worker_main(void *arg)
                 w->done_head = job;
             }
             w->done_tail = job;
-            /* A busy loop finds it before it polls again (on_prepare); only a sleeping
-             * one needs the eventfd write and the wake-up. */
-            wake_loop = w->loop_asleep;
-            w->loop_asleep = 0;
             pthread_mutex_unlock(&w->mu);
-            if (wake_loop) {
-                uv_async_send(&w->async);
-            }
+            uv_async_send(&w->async);
         }
         pthread_mutex_lock(&w->mu);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
-}
-
-static void deliver_list(struct nwb__log_worker *w, struct nwb__log_job *list)
-{
-    while (list != NULL) {
-        struct nwb__log_job *job = list;
-
-        list = job->next;
-        job->next = NULL;
-        w->outstanding--;
-        w->done(w->ctx, job);
-    }
 }
 
 /* Deliver every finished job to the loop's callback. */
@@ -202,7 +170,14 @@ static void deliver(struct nwb__log_worker *w)
     list = w->done_head;
     w->done_head = w->done_tail = NULL;
     pthread_mutex_unlock(&w->mu);
-    deliver_list(w, list);
+    while (list != NULL) {
+        struct nwb__log_job *job = list;
+
+        list = job->next;
+        job->next = NULL;
+        w->outstanding--;
+        w->done(w->ctx, job);
+    }
 }
 
 static void on_async(uv_async_t *a)
@@ -210,28 +185,13 @@ static void on_async(uv_async_t *a)
     deliver(a->data);
 }
 
-static void on_prepare(uv_prepare_t *h);
-static void on_check(uv_check_t *h);
-
-/* The handles' close callbacks come here; the last one frees. */
-static void on_handle_closed(uv_handle_t *h)
+static void on_async_closed(uv_handle_t *h)
 {
     struct nwb__log_worker *w = h->data;
 
-    if (--w->handles_open > 0) {
-        return;
-    }
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     nwb_free(w);
-}
-
-static void close_handles(struct nwb__log_worker *w)
-{
-    w->handles_open = 3;
-    uv_close((uv_handle_t *)&w->prep, on_handle_closed);
-    uv_close((uv_handle_t *)&w->flush, on_handle_closed);
-    uv_close((uv_handle_t *)&w->async, on_handle_closed);
 }
 
 int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_open_runs,
@@ -277,23 +237,14 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
         goto fail_cond;
     }
     w->async.data = w;
-    /* Both run every loop turn but never wake the loop or keep it alive. */
-    uv_prepare_init(loop, &w->prep);
-    w->prep.data = w;
-    uv_prepare_start(&w->prep, on_prepare);
-    uv_unref((uv_handle_t *)&w->prep);
-    uv_check_init(loop, &w->flush);
-    w->flush.data = w;
-    uv_check_start(&w->flush, on_check);
-    uv_unref((uv_handle_t *)&w->flush);
     err = -pthread_create(&w->thread, NULL, worker_main, w);
     if (err) {
         snprintf(errbuf, errlen, "cannot start the log worker thread");
-        /* The memory now goes in the handles' close callbacks. */
+        /* The memory now goes in the async handle's close callback. */
         nwb__run_store_close(w->store);
         nwb_free(w->buf);
         nwb_free(w->scratch);
-        close_handles(w);
+        uv_close((uv_handle_t *)&w->async, on_async_closed);
         return err;
     }
     w->thread_started = 1;
@@ -314,79 +265,23 @@ fail_free:
     return err;
 }
 
-/* Move the jobs submitted during this loop turn to the worker: one lock, at most one wake. */
-static void hand_over(struct nwb__log_worker *w)
+void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job)
 {
     int wake;
 
-    if (w->l_head == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&w->mu);
-    if (w->q_tail != NULL) {
-        w->q_tail->next = w->l_head;
-    } else {
-        w->q_head = w->l_head;
-    }
-    w->q_tail = w->l_tail;
-    wake = w->waiting;
-    pthread_mutex_unlock(&w->mu);
-    w->l_head = w->l_tail = NULL;
-    w->l_bytes = 0;
-    if (wake) {
-        pthread_cond_signal(&w->cv);
-    }
-}
-
-/* Before the loop polls: deliver what the worker finished (its completions did not wake
- * a busy loop), hand over what that submitted, and once nothing is left, mark the loop
- * asleep so the next completion wakes it. */
-static void on_prepare(uv_prepare_t *h)
-{
-    struct nwb__log_worker *w = h->data;
-
-    for (;;) {
-        struct nwb__log_job *list;
-
-        hand_over(w);
-        pthread_mutex_lock(&w->mu);
-        list = w->done_head;
-        w->done_head = w->done_tail = NULL;
-        w->loop_asleep = list == NULL;
-        pthread_mutex_unlock(&w->mu);
-        if (list == NULL) {
-            return;
-        }
-        deliver_list(w, list);
-    }
-}
-
-/* After poll and its I/O callbacks: the loop is awake; hand over the jobs they submitted. */
-static void on_check(uv_check_t *h)
-{
-    struct nwb__log_worker *w = h->data;
-
-    pthread_mutex_lock(&w->mu);
-    w->loop_asleep = 0;
-    pthread_mutex_unlock(&w->mu);
-    hand_over(w);
-}
-
-void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job)
-{
     job->next = NULL;
     w->outstanding++;
-    if (w->l_tail != NULL) {
-        w->l_tail->next = job;
+    pthread_mutex_lock(&w->mu);
+    if (w->q_tail != NULL) {
+        w->q_tail->next = job;
     } else {
-        w->l_head = job;
+        w->q_head = job;
     }
-    w->l_tail = job;
-    /* Big bodies go at once: their rendering dwarfs a wake-up, and the worker must not
-     * idle while the loop reads the rest of a turn's bodies. */
-    w->l_bytes += job->body_len;
-    if (w->l_bytes >= NWB__HANDOVER_BYTES) {
-        hand_over(w);
+    w->q_tail = job;
+    wake = w->waiting;
+    pthread_mutex_unlock(&w->mu);
+    if (wake) {
+        pthread_cond_signal(&w->cv);
     }
 }
 
@@ -400,9 +295,6 @@ void nwb__log_worker_stop(struct nwb__log_worker *w)
     if (w == NULL) {
         return;
     }
-    uv_prepare_stop(&w->prep);
-    uv_check_stop(&w->flush);
-    hand_over(w);
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_mutex_unlock(&w->mu);
@@ -419,7 +311,7 @@ void nwb__log_worker_stop(struct nwb__log_worker *w)
     w->buf = NULL;
     nwb_free(w->scratch);
     w->scratch = NULL;
-    close_handles(w);
+    uv_close((uv_handle_t *)&w->async, on_async_closed);
 }
 
 struct nwb__run_store *nwb__log_worker_store(struct nwb__log_worker *w)

@@ -47,7 +47,6 @@ struct nwb__crash_ingest;
 #define NWB__URL_MAX          256u  /* longer paths match no route (404) */
 #define NWB__LINGER_MS        2000u /* wait for the peer's FIN after a closing response */
 #define NWB__RENDER_BUF_SIZE  (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
-#define NWB__HANDOVER_BYTES   (32u * 1024u) /* jobs held for the end of a loop turn, at most */
 #define NWB__FALLBACK_PROGRAM "unknown"
 /* runs/<program>_<YYYYmmdd-HHMMSS>_<run>: a run directory's name */
 #define NWB__RUN_DIR_MAX (NWB_SAFE_NAME_MAX + 1 + 15 + 1 + NWB_SAFE_NAME_MAX + 8)
@@ -431,8 +430,7 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
                            struct nwb__names *names, nwb__job_done_fn done, void *ctx,
                            struct nwb__log_worker **out, char *errbuf, size_t errlen);
 
-/* Queue @p job (the caller bounds how many are out). Handed over at the end of the loop turn,
- * or at once when the turn's jobs reach NWB__HANDOVER_BYTES of body. */
+/* Queue @p job (the caller bounds how many are out). */
 void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job);
 
 /* Jobs submitted and not yet returned through the done callback. */
