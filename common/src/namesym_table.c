@@ -240,24 +240,6 @@ const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_name_t hash
     return s->str;
 }
 
-void nwb_namesym_table_prefetch(const nwb_namesym_table_t *t, nwb_name_t hash, int name)
-{
-    const struct slot *s = &t->slots[slot_index(hash, t->mask)];
-
-    if (!name) {
-#if defined(__GNUC__)
-        __builtin_prefetch(s);
-#endif
-        return;
-    }
-    /* The first slot probed; a collision chain's later slots are usually in the same line. */
-    if (s->hash == hash && s->str != NULL) {
-#if defined(__GNUC__)
-        __builtin_prefetch(s->str);
-#endif
-    }
-}
-
 /* Lowercase hex digits map to their value + 1, upper-case A-F to 17, anything else to 0. */
 static const uint8_t hexval[256] = {
     ['0'] = 0 + 1,  ['1'] = 1 + 1,  ['2'] = 2 + 1,  ['3'] = 3 + 1,  ['4'] = 4 + 1,  ['5'] = 5 + 1,

@@ -158,17 +158,6 @@ static inline void copy_short(char *dst, const char *src, size_t n)
     }
 }
 
-void nwb__render_prefetch(const nwb_namesym_table_t *names, const char *hash, const char *end,
-                          int name)
-{
-    uint64_t h;
-
-    if (hash != NULL && (size_t)(end - hash) >= NWB_NAME_TOKEN_LEN &&
-        token_hash((const unsigned char *)hash + 1, &h)) {
-        nwb_namesym_table_prefetch(names, h, name);
-    }
-}
-
 size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
                           size_t from, char *dst, int *changed, uint64_t *decoded,
                           uint64_t *unknown)

@@ -112,22 +112,9 @@ void nwb__render_set_body(struct nwb__render *rd, const void *body, size_t len)
     rd->body = body;
     rd->body_end = rd->body + len;
     rd->scanned = 0;
-    rd->ahead[0] = rd->ahead[1] = NULL;
 }
 
-/* The first '#' at or after @p p in the body, or NULL. */
-static const char *hash_from(const struct nwb__render *rd, const char *p)
-{
-    return p < rd->body_end ? memchr(p, '#', (size_t)(rd->body_end - p)) : NULL;
-}
-
-/*
- * The first '#' of the message [m, m + len), or NULL. The body's '#'s are
- * found in order, each once: a message without one then costs two
- * comparisons. The two found after the current one have their names fetched
- * into the cache ahead of use (the slot two '#'s ahead, the string one
- * ahead), so a lookup in a large table does not wait for memory.
- */
+/* The first '#' of the message [m, m + len), or NULL. */
 static const char *msg_hash(struct nwb__render *rd, const char *m, size_t len)
 {
     const char *const e = m + len;
@@ -136,28 +123,11 @@ static const char *msg_hash(struct nwb__render *rd, const char *m, size_t len)
         (rd->scanned && m < rd->scan_from)) {
         return memchr(m, '#', len);
     }
+    /* Look again only once the message is past the '#' found last: a message without one
+     * then costs two comparisons, and the body is scanned about once. */
     if (!rd->scanned || (rd->scan_hash != NULL && rd->scan_hash < m)) {
-        const char *next = rd->scanned ? rd->ahead[0] : NULL;
-
-        if (rd->scanned && (next == NULL || next >= m)) {
-            /* The next '#' found earlier is the first from m on: move along. */
-            rd->scan_hash = next;
-            rd->ahead[0] = rd->ahead[1];
-            rd->ahead[1] = rd->ahead[0] != NULL ? hash_from(rd, rd->ahead[0] + 1) : NULL;
-            if (rd->names != NULL) {
-                nwb__render_prefetch(rd->names, rd->ahead[1], rd->body_end, 0);
-                nwb__render_prefetch(rd->names, rd->ahead[0], rd->body_end, 1);
-            }
-        } else {
-            rd->scan_hash = hash_from(rd, m);
-            rd->ahead[0] = rd->scan_hash != NULL ? hash_from(rd, rd->scan_hash + 1) : NULL;
-            rd->ahead[1] = rd->ahead[0] != NULL ? hash_from(rd, rd->ahead[0] + 1) : NULL;
-            if (rd->names != NULL) {
-                nwb__render_prefetch(rd->names, rd->ahead[0], rd->body_end, 0);
-                nwb__render_prefetch(rd->names, rd->ahead[1], rd->body_end, 0);
-            }
-        }
         rd->scan_from = m;
+        rd->scan_hash = memchr(m, '#', (size_t)(rd->body_end - m));
         rd->scanned = 1;
     }
     return rd->scan_hash != NULL && rd->scan_hash < e ? rd->scan_hash : NULL;

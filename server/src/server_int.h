@@ -430,7 +430,7 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
                            struct nwb__names *names, nwb__job_done_fn done, void *ctx,
                            struct nwb__log_worker **out, char *errbuf, size_t errlen);
 
-/* Queue @p job (the caller bounds how many are out). */
+/* Queue @p job (the caller bounds how many are out). Handed over at the end of the loop turn. */
 void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job);
 
 /* Jobs submitted and not yet returned through the done callback. */
@@ -540,9 +540,6 @@ struct nwb__render {
     const char *body, *body_end;
     const char *scan_from; /* where the last look for a '#' started */
     const char *scan_hash; /* what it found; NULL: no '#' from scan_from on */
-    /* the next two '#'s after scan_hash (NULL: none), their names prefetched ahead of use:
-     * the table slot two '#'s ahead, the string one ahead */
-    const char *ahead[2];
     int scanned;
 };
 
@@ -586,11 +583,6 @@ int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf
 size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
                           size_t from, char *dst, int *changed, uint64_t *decoded,
                           uint64_t *unknown);
-
-/* When the 16 bytes after the '#' at @p hash (before @p end) are token digits, hint
- * nwb_namesym_table_prefetch(names, their hash, name). */
-void nwb__render_prefetch(const nwb_namesym_table_t *names, const char *hash, const char *end,
-                          int name);
 
 /* ---- names_load.c: name-symbol tables from .namesym sidecars ---- */
 

@@ -1,8 +1,15 @@
 # tests/bench/extra.cmake - benchmarks of the later modules: token decoding (.namesym),
-# crash ingest beside bsdtar, and telemetry decode/record costs.
+# the log worker's render cost with and without names, crash ingest beside bsdtar, and
+# telemetry decode/record costs.
 add_executable(bench_namesym bench_namesym.c)
 target_link_libraries(bench_namesym PRIVATE nwb::common)
 nwb_target_warnings(bench_namesym)
+
+# The server's renderer in-process (server/src/server_int.h), like the server unit tests.
+add_executable(bench_render bench_render.c)
+target_include_directories(bench_render PRIVATE ${PROJECT_SOURCE_DIR}/server/src)
+target_link_libraries(bench_render PRIVATE nwb::server_core)
+nwb_target_warnings(bench_render)
 
 if(TARGET nwb_crash)
   add_executable(bench_crash_ingest bench_crash_ingest.c)

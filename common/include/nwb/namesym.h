@@ -129,13 +129,6 @@ NWB_API const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_nam
                                            size_t *len);
 
 /**
- * A hint that @p hash is looked up soon: with @p name 0 its slot is fetched
- * into the cache; with 1 its string too (the slot should be in the cache by
- * then, from an earlier call with 0). Never changes the table or faults.
- */
-NWB_API void nwb_namesym_table_prefetch(const nwb_namesym_table_t *t, nwb_name_t hash, int name);
-
-/**
  * Token rule: '#' then exactly 16 lowercase hex digits, where the '#' is not
  * preceded by '#' and the 16 digits are not followed by another hex digit
  * ([0-9a-fA-F]). Everything else is left as it is.
