@@ -4,7 +4,8 @@
  * helpers. The formatter is on the server's ingest path: the date-time and the
  * "LEVEL THREAD PROGRAM " prefix are cached, digits go two at a time, and the
  * escape scan checks 16 bytes per step (SSE2, 8 with SWAR elsewhere) and copies
- * clean runs as it goes.
+ * clean runs as it goes. The server's decoding formatter finds each '#' in the
+ * same scan and looks its token up in the name table (namesym_table_int.h).
  */
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,7 @@
 
 #include "nwb/log.h"
 #include "nwb/log_line.h"
+#include "namesym_table_int.h"
 
 uint64_t nwb_time_now_ns(void)
 {
@@ -296,9 +298,9 @@ static char *put_prefix(char *p, unsigned level, uint64_t thread, const char *pr
 }
 
 /* The cached prefix for (level, thread), made on a miss; NULL when the program is too long. */
-static const struct nwb_log_line_prefix *prefix_get(nwb_log_line_clock_t *clock, unsigned level,
-                                                    uint64_t thread, const char *program,
-                                                    size_t program_len)
+static inline NWB_ALWAYS_INLINE const struct nwb_log_line_prefix *
+prefix_get(nwb_log_line_clock_t *clock, unsigned level, uint64_t thread, const char *program,
+           size_t program_len)
 {
     struct nwb_log_line_prefix *slot;
 
@@ -371,5 +373,181 @@ size_t nwb_log_line_format(char *dst, size_t cap, nwb_log_line_clock_t *clock,
 
     p = put_escaped(p, limit, rec->msg, rec->msg_len);
     *p++ = '\n';
+    return (size_t)(p - dst);
+}
+
+/* Nonzero when a byte of @p w is '#' (SWAR zero-byte test of w ^ "########"). */
+static inline uint64_t word_has_hash(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    const uint64_t x = w ^ (0x23ull * ones);
+
+    return (x - ones) & ~x & highs;
+}
+
+/* memcpy() of a name, inline for the usual short ones: overlapping moves, all within
+ * [dst, dst + n). */
+static inline void copy_name(char *dst, const char *src, size_t n)
+{
+    if (n > 32) {
+        memcpy(dst, src, n);
+    } else if (n >= 16) {
+        char a[16], b[16];
+
+        memcpy(a, src, 16);
+        memcpy(b, src + n - 16, 16);
+        memcpy(dst, a, 16);
+        memcpy(dst + n - 16, b, 16);
+    } else if (n >= 8) {
+        uint64_t a, b;
+
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = src[i];
+        }
+    }
+}
+
+/* The state of one decoding format: see nwb_log_line_format_names(). */
+struct name_walk {
+    const nwb_namesym_table_t *names;
+    const unsigned char *u;
+    size_t len;
+    long long room_left; /* decoded_max - len - growth so far: what names may still add */
+    int decoding;        /* 0 once a name would pass decoded_max: the rest stays raw */
+    uint64_t decoded, unknown;
+};
+
+/*
+ * The '#' at u[*i]: a known token's name, an unknown token as it is, or the
+ * '#' alone, at @p p. Returns the new output end, or NULL when a name does
+ * not fit before @p limit.
+ */
+static inline char *name_step(struct name_walk *nw, char *p, const char *limit, size_t *i)
+{
+    const unsigned char *const u = nw->u;
+    const size_t at = *i, left = nw->len - at;
+    const struct slot *s;
+    nwb_name_t h;
+
+    if (left < NWB_NAME_TOKEN_LEN || (at > 0 && u[at - 1] == '#') ||
+        !token_digits((const char *)u + at + 1, &h) ||
+        (left > NWB_NAME_TOKEN_LEN && hexval[u[at + NWB_NAME_TOKEN_LEN]] != 0)) {
+        *p++ = '#'; /* not a token */
+        *i = at + 1;
+        return p;
+    }
+    s = slot_find(nw->names, h);
+    if (s->str == NULL) {
+        nw->unknown++;
+        memcpy(p, u + at, NWB_NAME_TOKEN_LEN); /* '#' and hex digits: nothing to escape */
+        *i = at + NWB_NAME_TOKEN_LEN;
+        return p + NWB_NAME_TOKEN_LEN;
+    }
+    if ((long long)s->len - (long long)NWB_NAME_TOKEN_LEN > nw->room_left) {
+        nw->decoding = 0; /* this name would pass the bound: it and the rest stay raw */
+        *p++ = '#';
+        *i = at + 1;
+        return p;
+    }
+    /* Names are sanitised when loaded (no control bytes or DEL): copied as they are. */
+    if ((size_t)(limit - p) < s->len + 4u * (left - NWB_NAME_TOKEN_LEN) + 1u) {
+        return NULL;
+    }
+    copy_name(p, s->str, s->len);
+    nw->room_left -= (long long)s->len - (long long)NWB_NAME_TOKEN_LEN;
+    nw->decoded++;
+    *i = at + NWB_NAME_TOKEN_LEN;
+    return p + s->len;
+}
+
+size_t nwb_log_line_format_names(char *dst, size_t cap, nwb_log_line_clock_t *clock,
+                                 const nwb_log_record_t *rec, const char *program,
+                                 size_t program_len, const struct nwb_namesym_table *names,
+                                 size_t decoded_max, uint64_t *decoded, uint64_t *unknown)
+{
+    const char *const limit = dst + cap;
+    struct name_walk nw;
+    size_t i = 0;
+    char *p;
+
+    if (cap < nwb_log_line_max(rec, program_len)) {
+        return 0;
+    }
+    nw.names = names;
+    nw.u = (const unsigned char *)rec->msg;
+    nw.len = rec->msg_len;
+    nw.room_left = (long long)decoded_max - (long long)rec->msg_len;
+    nw.decoding = 1;
+    nw.decoded = nw.unknown = 0;
+    p = put_head(dst, limit, clock, rec, program, program_len);
+    /* From here the output keeps 4 bytes per input byte left, plus the '\n' (cap is at least
+     * nwb_log_line_max(), and name_step() checks before it grows the line): a 16-byte store
+     * always has room. */
+#if defined(__SSE2__)
+    while (i + 16 <= nw.len) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(nw.u + i));
+        unsigned m = esc_mask16(v);
+
+        if (nw.decoding) {
+            m |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
+        }
+        _mm_storeu_si128((__m128i *)(void *)p, v);
+        if (NWB_LIKELY(m == 0)) {
+            p += 16;
+            i += 16;
+            continue;
+        }
+        {
+            const unsigned k = (unsigned)__builtin_ctz(m);
+
+            p += k;
+            i += k;
+            if (nw.u[i] == '#') {
+                p = name_step(&nw, p, limit, &i);
+                if (p == NULL) {
+                    return 0;
+                }
+            } else {
+                p = put_escape(p, nw.u[i]);
+                i++;
+            }
+        }
+    }
+#endif
+    while (i < nw.len) {
+        const unsigned char c = nw.u[i];
+
+        if (i + 8 <= nw.len) {
+            uint64_t w;
+
+            memcpy(&w, nw.u + i, 8);
+            if (word_needs_escape(w) == 0 && (!nw.decoding || word_has_hash(w) == 0)) {
+                memcpy(p, &w, 8);
+                p += 8;
+                i += 8;
+                continue;
+            }
+        }
+        if (c == '#' && nw.decoding) {
+            p = name_step(&nw, p, limit, &i);
+            if (p == NULL) {
+                return 0;
+            }
+        } else if (byte_plain(c)) {
+            *p++ = (char)c;
+            i++;
+        } else {
+            p = put_escape(p, c);
+            i++;
+        }
+    }
+    *p++ = '\n';
+    *decoded += nw.decoded;
+    *unknown += nw.unknown;
     return (size_t)(p - dst);
 }

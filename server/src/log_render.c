@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * log_render.c - turns a POST /v1/log body into records (binary batch or
- * text/plain lines), decodes the #tokens of each message with the name table
- * (log_decode.c; the body's '#'s are found in one memchr pass, so a message
- * without one costs next to nothing) and formats them
- * as log.txt lines into the log worker's buffer, many lines per write. Runs
- * on the log worker thread. The body is read in place: no per-line copies
- * besides the formatted output and, for messages with a '#', the decoded one.
+ * text/plain lines) and formats them as log.txt lines into the log worker's
+ * buffer, many lines per write, decoding the #tokens of each message with
+ * the name table in the formatter's own escape scan
+ * (nwb_log_line_format_names(): no decoded copy of the message, and a
+ * message without a '#' costs what it would without names). Runs on the log
+ * worker thread. The body is read in place: no per-line copies besides the
+ * formatted output.
  */
 #include <string.h>
 
@@ -101,36 +102,9 @@ void nwb__render_init(struct nwb__render *rd, const char *program, size_t progra
     rd->program_len = program_len;
 }
 
-void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names, char *scratch)
+void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names)
 {
-    rd->names = scratch != NULL ? names : NULL;
-    rd->scratch = scratch;
-}
-
-void nwb__render_set_body(struct nwb__render *rd, const void *body, size_t len)
-{
-    rd->body = body;
-    rd->body_end = rd->body + len;
-    rd->scanned = 0;
-}
-
-/* The first '#' of the message [m, m + len), or NULL. */
-static const char *msg_hash(struct nwb__render *rd, const char *m, size_t len)
-{
-    const char *const e = m + len;
-
-    if (rd->body == NULL || m < rd->body || e > rd->body_end ||
-        (rd->scanned && m < rd->scan_from)) {
-        return memchr(m, '#', len);
-    }
-    /* Look again only once the message is past the '#' found last: a message without one
-     * then costs two comparisons, and the body is scanned about once. */
-    if (!rd->scanned || (rd->scan_hash != NULL && rd->scan_hash < m)) {
-        rd->scan_from = m;
-        rd->scan_hash = memchr(m, '#', (size_t)(rd->body_end - m));
-        rd->scanned = 1;
-    }
-    return rd->scan_hash != NULL && rd->scan_hash < e ? rd->scan_hash : NULL;
+    rd->names = names;
 }
 
 int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
@@ -141,7 +115,7 @@ int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf
     *end = 0;
     for (;;) {
         nwb_log_record_t rec;
-        size_t need;
+        size_t n = 0;
 
         if (rd->has_held) {
             rec = rd->held;
@@ -157,38 +131,28 @@ int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf
                 *end = 1;
                 break;
             }
-            /* A fresh record: decode its message once (a held one already is). Only a '#'
-             * can start a token; the body's '#'s are found in one pass, so a message without
-             * one costs next to nothing. */
-            if (rd->names != NULL && rec.msg_len >= NWB_NAME_TOKEN_LEN) {
-                const char *hash = msg_hash(rd, rec.msg, rec.msg_len);
-
-                if (hash != NULL) {
-                    int changed;
-                    const size_t n = nwb__render_decode(rd->names, rec.msg, rec.msg_len,
-                                                        (size_t)(hash - rec.msg), rd->scratch,
-                                                        &changed, &rd->decoded, &rd->unknown);
-
-                    if (changed) {
-                        rec.msg = rd->scratch;
-                        rec.msg_len = (uint32_t)n;
-                    }
-                }
-            }
         }
-        need = nwb_log_line_max(&rec, rd->program_len);
-        if (cap - used < need) {
+        if (cap - used >= nwb_log_line_max(&rec, rd->program_len)) {
+            /* With names, the #tokens are decoded in the formatter's own scan; 0 when the
+             * names make the line too long for what is left of the buffer. */
+            n = rd->names != NULL && rec.msg_len >= NWB_NAME_TOKEN_LEN
+                    ? nwb_log_line_format_names(buf + used, cap - used, &rd->clock, &rec,
+                                                rd->program, rd->program_len, rd->names,
+                                                NWB__DECODE_MSG_MAX, &rd->decoded, &rd->unknown)
+                    : nwb_log_line_format(buf + used, cap - used, &rd->clock, &rec, rd->program,
+                                          rd->program_len);
+        }
+        if (n == 0) {
             if (used == 0) {
                 /* cap is sized for the largest line; this cannot happen. */
                 *len = 0;
                 return NWB_ETOOBIG;
             }
-            rd->held = rec;
+            rd->held = rec; /* not counted yet: decoded when it is formatted */
             rd->has_held = 1;
             break;
         }
-        used += nwb_log_line_format(buf + used, cap - used, &rd->clock, &rec, rd->program,
-                                    rd->program_len);
+        used += n;
         rd->records++;
         if (rec.flags & NWB_LOG_RECORD_DROPNOTE) {
             rd->drops++;

@@ -36,7 +36,6 @@ struct nwb__log_worker {
     /* worker thread only (and the loop after the join) */
     struct nwb__run_store *store;
     char *buf;
-    char *scratch; /* NWB__DECODE_MSG_MAX: one decoded message */
     struct nwb__names *names;
 };
 
@@ -88,8 +87,7 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
         nwb__rec_iter_text(&it, job->body, job->body_len, job->recv_time_ns);
     }
     nwb__render_init(&rd, job->program, job->program_len);
-    nwb__render_set_names(&rd, w->names != NULL ? w->names->table : NULL, w->scratch);
-    nwb__render_set_body(&rd, job->body, job->body_len);
+    nwb__render_set_names(&rd, w->names != NULL ? w->names->table : NULL);
     nwb__run_batch_begin(run, job->has_seq, job->seq);
     while (!end) {
         err = nwb__render_fill(&rd, &it, w->buf, NWB__RENDER_BUF_SIZE, &len, &end);
@@ -211,8 +209,7 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
     w->ctx = ctx;
     w->names = names;
     w->buf = nwb_malloc(NWB__RENDER_BUF_SIZE);
-    w->scratch = nwb_malloc(NWB__DECODE_MSG_MAX);
-    if (w->buf == NULL || w->scratch == NULL) {
+    if (w->buf == NULL) {
         snprintf(errbuf, errlen, "out of memory");
         err = -ENOMEM;
         goto fail_free;
@@ -243,7 +240,6 @@ int nwb__log_worker_create(uv_loop_t *loop, const char *out_dir, unsigned max_op
         /* The memory now goes in the async handle's close callback. */
         nwb__run_store_close(w->store);
         nwb_free(w->buf);
-        nwb_free(w->scratch);
         uv_close((uv_handle_t *)&w->async, on_async_closed);
         return err;
     }
@@ -259,7 +255,6 @@ fail_store:
     nwb__run_store_close(w->store);
 fail_buf:
     nwb_free(w->buf);
-    nwb_free(w->scratch);
 fail_free:
     nwb_free(w);
     return err;
@@ -309,8 +304,6 @@ void nwb__log_worker_stop(struct nwb__log_worker *w)
     w->store = NULL;
     nwb_free(w->buf);
     w->buf = NULL;
-    nwb_free(w->scratch);
-    w->scratch = NULL;
     uv_close((uv_handle_t *)&w->async, on_async_closed);
 }
 

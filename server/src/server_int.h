@@ -534,55 +534,26 @@ struct nwb__render {
     uint64_t drops;
     /* name-symbol decoding (nwb__render_set_names) */
     const nwb_namesym_table_t *names;
-    char *scratch; /* NWB__DECODE_MSG_MAX bytes: the held record's message may live here */
     uint64_t decoded, unknown;
-    /* the body the messages are in (nwb__render_set_body): one memchr pass finds its '#'s */
-    const char *body, *body_end;
-    const char *scan_from; /* where the last look for a '#' started */
-    const char *scan_hash; /* what it found; NULL: no '#' from scan_from on */
-    int scanned;
 };
 
 void nwb__render_init(struct nwb__render *rd, const char *program, size_t program_len);
 
 /*
  * Decode #tokens of each message with @p names (borrowed; NULL: no decoding)
- * into @p scratch (NWB__DECODE_MSG_MAX bytes, borrowed). Only messages holding
- * a '#' are looked at; file names are never changed.
+ * as the lines are formatted (nwb_log_line_format_names(), bounded by
+ * NWB__DECODE_MSG_MAX); file names are never changed.
  */
-void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names, char *scratch);
+void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names);
 
 /*
- * The records' messages lie in order in @p body (@p len bytes, borrowed):
- * the '#'s are then found with one memchr pass over the body instead of one
- * call per message (a message outside it, or out of order, is looked at by
- * itself).
- */
-void nwb__render_set_body(struct nwb__render *rd, const void *body, size_t len);
-
-/*
- * Format records from @p it into @p buf (@p cap >= one largest line) until
+ * Format records from @p it into @p buf (@p cap >= one largest line, with the
+ * message decoded to NWB__DECODE_MSG_MAX when names are set) until
  * the next might not fit. Sets *len and *end (1 when @p it is exhausted).
  * Returns 0 or the iterator's error.
  */
 int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
                      size_t *len, int *end);
-
-/* ---- log_decode.c: #tokens of one message (worker thread) ---- */
-
-/*
- * Decode @p len bytes of @p msg with @p names (not NULL) as nwb_namesym_decode()
- * does, looking from offset @p from (no '#' before it). When a token was
- * replaced, *changed is 1 and the result is in @p dst (NWB__DECODE_MSG_MAX
- * bytes), whose length is returned; otherwise *changed is 0, @p dst is
- * untouched and @p len is returned. Never writes more than
- * NWB__DECODE_MSG_MAX: from the first name that would not fit, the rest of
- * the message stays as it is (not counted). Counts go to @p decoded and
- * @p unknown.
- */
-size_t nwb__render_decode(const nwb_namesym_table_t *names, const char *msg, size_t len,
-                          size_t from, char *dst, int *changed, uint64_t *decoded,
-                          uint64_t *unknown);
 
 /* ---- names_load.c: name-symbol tables from .namesym sidecars ---- */
 

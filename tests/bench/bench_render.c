@@ -2,7 +2,7 @@
 /*
  * bench_render.c - the log worker's CPU cost per record, alone: POST /v1/log
  * bodies (binary batches like bench_ingest's) rendered into log.txt lines by
- * the server's own renderer (log_render.c, log_decode.c, common/log_line.c),
+ * the server's own renderer (log_render.c, common/log_line.c),
  * without a name table and with one that decodes every #token, beside the
  * limit of copying the same output bytes with memcpy. No sockets, no files,
  * no threads: the figure the ingest benchmark cannot resolve on a noisy
@@ -125,7 +125,7 @@ static int make_bodies(struct body_set *bs, size_t size, const nwb_name_t *hashe
 
 /* Render every body once; returns the output bytes, adds records and decoded tokens. */
 static size_t render_all(const struct body_set *bs, const nwb_namesym_table_t *names, char *buf,
-                         char *scratch, unsigned long long *records, unsigned long long *decoded)
+                         unsigned long long *records, unsigned long long *decoded)
 {
     size_t total = 0;
 
@@ -136,8 +136,7 @@ static size_t render_all(const struct body_set *bs, const nwb_namesym_table_t *n
 
         nwb__rec_iter_batch(&it, bs->body[j], bs->len[j]);
         nwb__render_init(&rd, PROGRAM, sizeof(PROGRAM) - 1);
-        nwb__render_set_names(&rd, names, scratch);
-        nwb__render_set_body(&rd, bs->body[j], bs->len[j]);
+        nwb__render_set_names(&rd, names);
         while (!end) {
             size_t len = 0;
 
@@ -155,8 +154,7 @@ static size_t render_all(const struct body_set *bs, const nwb_namesym_table_t *n
 
 /* One timed measurement of @p peer for about @p seconds: nanoseconds per record. */
 static double measure(int peer, const struct body_set *bs, const nwb_namesym_table_t *names,
-                      char *buf, char *copy, char *scratch, double seconds,
-                      unsigned long long *decoded)
+                      char *buf, char *copy, double seconds, unsigned long long *decoded)
 {
     unsigned long long records = 0;
     const double t0 = now_s();
@@ -176,8 +174,7 @@ static double measure(int peer, const struct body_set *bs, const nwb_namesym_tab
             }
             records += bs->total_records;
         } else {
-            (void)render_all(bs, peer == PEER_NAMES ? names : NULL, buf, scratch, &records,
-                             decoded);
+            (void)render_all(bs, peer == PEER_NAMES ? names : NULL, buf, &records, decoded);
         }
         t = now_s() - t0;
     } while (t < seconds);
@@ -225,7 +222,7 @@ int main(int argc, char **argv)
     uint8_t *sidecar = NULL;
     size_t sidecar_len = 0;
     char err[256];
-    char *buf, *copy, *scratch;
+    char *buf, *copy;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -305,8 +302,7 @@ int main(int argc, char **argv)
 
     buf = malloc(NWB__RENDER_BUF_SIZE);
     copy = malloc(NWB__RENDER_BUF_SIZE);
-    scratch = malloc(NWB__DECODE_MSG_MAX);
-    if (buf == NULL || copy == NULL || scratch == NULL) {
+    if (buf == NULL || copy == NULL) {
         return 1;
     }
 
@@ -327,14 +323,14 @@ int main(int argc, char **argv)
         if (make_bodies(&bs, sizes[si], hashes, names, tokens) != 0) {
             return 1;
         }
-        bs.out_bytes = render_all(&bs, NULL, buf, scratch, &recs, &dec);
+        bs.out_bytes = render_all(&bs, NULL, buf, &recs, &dec);
         if (recs != bs.total_records || dec != 0) {
             fprintf(stderr, "bench_render: rendered %llu of %llu records\n", recs,
                     bs.total_records);
             return 1;
         }
         recs = 0;
-        (void)render_all(&bs, table, buf, scratch, &recs, &dec);
+        (void)render_all(&bs, table, buf, &recs, &dec);
         if (dec != bs.total_records * tokens) {
             fprintf(stderr, "bench_render: decoded %llu tokens, expected %llu\n", dec,
                     bs.total_records * tokens);
@@ -342,14 +338,14 @@ int main(int argc, char **argv)
         }
         /* Warm-up: one unmeasured round. */
         for (int p = 0; p < PEER_COUNT; p++) {
-            (void)measure(p, &bs, table, buf, copy, scratch, seconds, &decoded);
+            (void)measure(p, &bs, table, buf, copy, seconds, &decoded);
         }
         for (int r = 0; r < rounds; r++) {
             for (int p = 0; p < PEER_COUNT; p++) {
                 /* Rotate the order, so no peer always follows the same one. */
                 const int q = (p + r) % PEER_COUNT;
 
-                ns[q][r] = measure(q, &bs, table, buf, copy, scratch, seconds, &decoded);
+                ns[q][r] = measure(q, &bs, table, buf, copy, seconds, &decoded);
             }
             ratio[r] = ns[PEER_PLAIN][r] / ns[PEER_NAMES][r];
         }
@@ -381,7 +377,6 @@ int main(int argc, char **argv)
            "target)\n");
     free(buf);
     free(copy);
-    free(scratch);
     free(hashes);
     nwb_free(sidecar);
     nwb_namesym_table_destroy(table);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_render_decode.c - unit tests of the log worker's #token decoding
- * (log_decode.c, log_render.c): byte for byte the output and counts of
- * nwb_namesym_decode() wherever the decoded message fits
- * NWB__DECODE_MSG_MAX (every edge of the token rule, random mixes of tokens,
- * near-tokens and long names); nothing copied when no token is known; at the
- * bound the output stays within it, decoded tokens first and the rest left
- * as they were; a decoded record renders into the worker's buffer; without
- * a '#' the message is passed through untouched; whole batches render the
- * same lines as decoding each message then formatting it.
+ * (nwb_log_line_format_names() through log_render.c): byte for byte the line
+ * nwb_log_line_format() makes of nwb_namesym_decode()'s output, and its
+ * counts, wherever the decoded message fits NWB__DECODE_MSG_MAX (every edge
+ * of the token rule, random mixes of tokens, near-tokens and long names); at
+ * the bound the message stays within it, decoded tokens first and the rest
+ * left as they were; a decoded record renders into the worker's buffer;
+ * '#'s in file names and binary fields are no tokens; without a '#' the
+ * message is passed through untouched; whole batches render the same lines
+ * as decoding each message then formatting it, also when records are held
+ * over between buffers.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +48,7 @@ static int setup(void **state)
         return -1;
     }
     f->longname = malloc(NWB_NAMESYM_MAX_STRING + 1);
-    f->dst = malloc(NWB__DECODE_MSG_MAX);
+    f->dst = malloc(NWB_LOG_LINE_FIXED_MAX + 64 + 4 * (size_t)NWB__DECODE_MSG_MAX);
     f->ref = malloc(64u << 20);
     if (f->longname == NULL || f->dst == NULL || f->ref == NULL) {
         return -1;
@@ -84,25 +87,65 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Decode @p msg both ways and require the same bytes and counts. */
+/* A record for @p msg at a fixed time, thread, level and file. */
+static nwb_log_record_t msg_record(const char *msg, size_t len)
+{
+    nwb_log_record_t r;
+
+    memset(&r, 0, sizeof(r));
+    r.time_ns = 1764576000123456789ull;
+    r.thread_id = 7;
+    r.file = "f.c";
+    r.file_len = 3;
+    r.line = 9;
+    r.msg = msg;
+    r.msg_len = (uint32_t)len;
+    return r;
+}
+
+/* The line of @p msg decoded while formatted, into f->dst; its length. */
+static size_t line_decoded(struct fx *f, const char *msg, size_t len, uint64_t *dec, uint64_t *unk)
+{
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+    const nwb_log_record_t r = msg_record(msg, len);
+    const size_t cap = NWB_LOG_LINE_FIXED_MAX + 1 + 4 * 3 + 4 * (size_t)NWB__DECODE_MSG_MAX;
+
+    return nwb_log_line_format_names(f->dst, cap, &clock, &r, "p", 1, f->t, NWB__DECODE_MSG_MAX,
+                                     dec, unk);
+}
+
+/* The bytes of a line before its message (time, level, thread, program, file:line). */
+static size_t line_head_len(void)
+{
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+    const nwb_log_record_t r = msg_record("", 0);
+    char line[256];
+
+    return nwb_log_line_format(line, sizeof(line), &clock, &r, "p", 1) - 1;
+}
+
+/* Decode @p msg both ways and require the same line and counts. */
 static void same_as_reference(struct fx *f, const char *msg, size_t len)
 {
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
     uint64_t d1 = 0, u1 = 0, d2 = 0, u2 = 0;
-    const char *hash = memchr(msg, '#', len);
-    int changed = -1;
+    nwb_log_record_t r;
     size_t n1, n2;
+    char *want;
 
     assert_true(nwb_namesym_decode_max(f->t, len) <= (64u << 20));
     n1 = nwb_namesym_decode(f->t, msg, len, f->ref, &d1, &u1);
     assert_true(n1 <= NWB__DECODE_MSG_MAX); /* the cases here fit */
-    /* Looking from the first '#', as the renderer does. */
-    n2 = nwb__render_decode(f->t, msg, len, hash != NULL ? (size_t)(hash - msg) : len, f->dst,
-                            &changed, &d2, &u2);
-    assert_int_equal(changed, d1 > 0);
+    r = msg_record(f->ref, n1);
+    want = malloc(nwb_log_line_max(&r, 1));
+    assert_non_null(want);
+    n1 = nwb_log_line_format(want, nwb_log_line_max(&r, 1), &clock, &r, "p", 1);
+    n2 = line_decoded(f, msg, len, &d2, &u2);
     assert_int_equal(n2, n1);
-    assert_memory_equal(changed ? f->dst : msg, f->ref, n1);
+    assert_memory_equal(f->dst, want, n1);
     assert_int_equal(d2, d1);
     assert_int_equal(u2, u1);
+    free(want);
 }
 
 /* Append the pieces (NULL-terminated) to @p buf at @p *len. */
@@ -251,32 +294,59 @@ static void test_render_decode_stops_decoding_at_the_bound(void **state)
     struct fx *f = *state;
     const size_t ntok = NWB_LOG_RECORD_MSG_MAX / NWB_NAME_TOKEN_LEN;
     const size_t len = ntok * NWB_NAME_TOKEN_LEN;
+    const size_t head = line_head_len();
     char *msg = malloc(len);
     uint64_t dec = 0, unk = 0;
     size_t n, k, tail;
-    int changed = 0;
+    const char *m;
 
     assert_non_null(msg);
     for (size_t i = 0; i < ntok; i++) {
         memcpy(msg + i * NWB_NAME_TOKEN_LEN, f->tok_long, NWB_NAME_TOKEN_LEN);
     }
-    n = nwb__render_decode(f->t, msg, len, 0, f->dst, &changed, &dec, &unk);
-    assert_true(changed);
+    n = line_decoded(f, msg, len, &dec, &unk);
+    assert_true(n > head + 1);
+    assert_int_equal(f->dst[n - 1], '\n');
+    m = f->dst + head;
+    n -= head + 1; /* the message */
     assert_true(n <= NWB__DECODE_MSG_MAX);
     k = (size_t)dec;
     assert_true(k > 0 && k < ntok);
     assert_int_equal(unk, 0);
     /* k names, then the remaining tokens exactly as they were. */
     for (size_t i = 0; i < k; i++) {
-        assert_memory_equal(f->dst + i * NWB_NAMESYM_MAX_STRING, f->longname,
-                            NWB_NAMESYM_MAX_STRING);
+        assert_memory_equal(m + i * NWB_NAMESYM_MAX_STRING, f->longname, NWB_NAMESYM_MAX_STRING);
     }
     tail = n - k * NWB_NAMESYM_MAX_STRING;
     assert_int_equal(tail, (ntok - k) * NWB_NAME_TOKEN_LEN);
-    assert_memory_equal(f->dst + k * NWB_NAMESYM_MAX_STRING, msg + k * NWB_NAME_TOKEN_LEN, tail);
+    assert_memory_equal(m + k * NWB_NAMESYM_MAX_STRING, msg + k * NWB_NAME_TOKEN_LEN, tail);
     /* As many as fit: one more name would have passed the bound with the rest kept raw. */
     assert_true(n + NWB_NAMESYM_MAX_STRING - NWB_NAME_TOKEN_LEN > NWB__DECODE_MSG_MAX);
     free(msg);
+}
+
+/* A line that does not fit is not written and nothing is counted. */
+static void test_render_decode_line_that_does_not_fit_counts_nothing(void **state)
+{
+    struct fx *f = *state;
+    nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
+    char msg[2 * NWB_NAME_TOKEN_LEN + 8];
+    nwb_log_record_t r;
+    uint64_t dec = 0, unk = 0;
+    size_t len;
+
+    len = (size_t)snprintf(msg, sizeof(msg), "%s %s", f->tok_long, f->tok_a);
+    r = msg_record(msg, len);
+    /* Room for the raw line, not for the 4096-byte name. */
+    assert_int_equal(nwb_log_line_format_names(f->dst, nwb_log_line_max(&r, 1), &clock, &r, "p", 1,
+                                               f->t, NWB__DECODE_MSG_MAX, &dec, &unk),
+                     0);
+    assert_int_equal(dec + unk, 0);
+    /* Below the raw line's bound nothing is tried. */
+    assert_int_equal(nwb_log_line_format_names(f->dst, nwb_log_line_max(&r, 1) - 1, &clock, &r, "p",
+                                               1, f->t, NWB__DECODE_MSG_MAX, &dec, &unk),
+                     0);
+    assert_int_equal(dec + unk, 0);
 }
 
 static void test_render_decode_record_renders_into_the_worker_buffer(void **state)
@@ -285,7 +355,6 @@ static void test_render_decode_record_renders_into_the_worker_buffer(void **stat
     const size_t ntok = NWB_LOG_RECORD_MSG_MAX / NWB_NAME_TOKEN_LEN;
     char *text = malloc(ntok * NWB_NAME_TOKEN_LEN + 1);
     char *buf = malloc(NWB__RENDER_BUF_SIZE);
-    char *scratch = malloc(NWB__DECODE_MSG_MAX);
     struct nwb__rec_iter it;
     struct nwb__render rd;
     size_t len = 0;
@@ -293,7 +362,6 @@ static void test_render_decode_record_renders_into_the_worker_buffer(void **stat
 
     assert_non_null(text);
     assert_non_null(buf);
-    assert_non_null(scratch);
     for (size_t i = 0; i < ntok; i++) {
         memcpy(text + i * NWB_NAME_TOKEN_LEN, f->tok_long, NWB_NAME_TOKEN_LEN);
     }
@@ -301,7 +369,7 @@ static void test_render_decode_record_renders_into_the_worker_buffer(void **stat
     text[ntok * NWB_NAME_TOKEN_LEN - 1] = '\n';
     nwb__rec_iter_text(&it, text, ntok * NWB_NAME_TOKEN_LEN, 1764576000000000000ull);
     nwb__render_init(&rd, "p", 1);
-    nwb__render_set_names(&rd, f->t, scratch);
+    nwb__render_set_names(&rd, f->t);
     assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &len, &end), 0);
     assert_int_equal(end, 1);
     assert_int_equal(rd.records, 1);
@@ -310,38 +378,31 @@ static void test_render_decode_record_renders_into_the_worker_buffer(void **stat
     assert_int_equal(buf[len - 1], '\n');
     free(text);
     free(buf);
-    free(scratch);
 }
 
-/* Render @p body (a batch) to a NUL-terminated string, with or without the body scan. */
-static char *render_batch(struct fx *f, const uint8_t *body, size_t len, int scan, uint64_t *dec,
+/* Render @p body (a batch) to a NUL-terminated string. */
+static char *render_batch(struct fx *f, const uint8_t *body, size_t len, uint64_t *dec,
                           uint64_t *unk)
 {
     char *buf = malloc(NWB__RENDER_BUF_SIZE + 1);
-    char *scratch = malloc(NWB__DECODE_MSG_MAX);
     struct nwb__rec_iter it;
     struct nwb__render rd;
     size_t n = 0;
     int end = 0;
 
     assert_non_null(buf);
-    assert_non_null(scratch);
     nwb__rec_iter_batch(&it, body, len);
     nwb__render_init(&rd, "p", 1);
-    nwb__render_set_names(&rd, f->t, scratch);
-    if (scan) {
-        nwb__render_set_body(&rd, body, len);
-    }
+    nwb__render_set_names(&rd, f->t);
     assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &n, &end), 0);
     assert_int_equal(end, 1);
     buf[n] = '\0';
     *dec = rd.decoded;
     *unk = rd.unknown;
-    free(scratch);
     return buf;
 }
 
-static void test_render_decode_body_scan_finds_what_each_message_holds(void **state)
+static void test_render_decode_hashes_outside_messages_are_no_tokens(void **state)
 {
     struct fx *f = *state;
     /* '#'s in file names, in binary header fields (line 35 = 0x23), messages with and without
@@ -352,8 +413,8 @@ static void test_render_decode_body_scan_finds_what_each_message_holds(void **st
     uint8_t body[8192];
     nwb_log_record_t rec;
     size_t off = NWB_LOG_BATCH_HEADER_SIZE;
-    uint64_t d1, u1, d2, u2;
-    char *a, *b;
+    uint64_t d1, u1;
+    char *a;
 
     snprintf(m[0], sizeof(m[0]), "%s", f->tok_a);
     snprintf(m[1], sizeof(m[1]), "no token here");
@@ -377,16 +438,11 @@ static void test_render_decode_body_scan_finds_what_each_message_holds(void **st
         off += nwb_log_record_encode(body + off, &rec);
     }
     nwb_log_batch_header_finish(body, 8, (uint32_t)(off - NWB_LOG_BATCH_HEADER_SIZE));
-    a = render_batch(f, body, off, 0, &d1, &u1);
-    b = render_batch(f, body, off, 1, &d2, &u2);
-    assert_string_equal(b, a);
-    assert_int_equal(d2, d1);
-    assert_int_equal(u2, u1);
+    a = render_batch(f, body, off, &d1, &u1);
     assert_int_equal(d1, 5); /* m0, m2, m5, and both of m7 */
     assert_int_equal(u1, 1); /* #00000000000000ff */
     assert_non_null(strstr(a, "p #a.c:35: alpha\n"));
     free(a);
-    free(b);
 }
 
 /*
@@ -401,7 +457,6 @@ static void test_render_decode_records_render_like_decode_then_format(void **sta
     static uint8_t body[RECS * 512 + 64];
     static char msgs[RECS][400];
     static char want[RECS * 2048], got[RECS * 2048];
-    char *scratch = malloc(NWB__DECODE_MSG_MAX);
     char *buf = malloc(NWB__RENDER_BUF_SIZE);
     nwb_log_line_clock_t clock = NWB_LOG_LINE_CLOCK_INIT;
     struct nwb__rec_iter it;
@@ -410,7 +465,6 @@ static void test_render_decode_records_render_like_decode_then_format(void **sta
     uint64_t ref_dec = 0, ref_unk = 0;
     int end = 0;
 
-    assert_non_null(scratch);
     assert_non_null(buf);
     nwb_log_batch_header_write(body);
     for (int i = 0; i < RECS; i++) {
@@ -444,8 +498,7 @@ static void test_render_decode_records_render_like_decode_then_format(void **sta
     assert_int_equal(nwb_log_batch_validate(body, off, NULL, NULL), 0);
     nwb__rec_iter_batch(&it, body, off);
     nwb__render_init(&rd, "p", 1);
-    nwb__render_set_names(&rd, f->t, scratch);
-    nwb__render_set_body(&rd, body, off);
+    nwb__render_set_names(&rd, f->t);
     while (!end) {
         /* Room for a few of these lines only: records are held over between fills. */
         const size_t cap = NWB_LOG_LINE_FIXED_MAX + 1 + 4 * 4 + 4 * 400 + 600;
@@ -462,7 +515,6 @@ static void test_render_decode_records_render_like_decode_then_format(void **sta
     assert_true(ref_dec > 100);
     assert_int_equal(glen, wlen);
     assert_memory_equal(got, want, wlen);
-    free(scratch);
     free(buf);
 }
 
@@ -471,25 +523,20 @@ static void test_render_decode_message_without_hash_is_untouched(void **state)
     struct fx *f = *state;
     static const char body[] = "no tokens here at all, only text of some length\n";
     char *buf = malloc(NWB__RENDER_BUF_SIZE);
-    char *scratch = malloc(NWB__DECODE_MSG_MAX);
     struct nwb__rec_iter it;
     struct nwb__render rd;
     size_t len = 0;
     int end = 0;
 
     assert_non_null(buf);
-    assert_non_null(scratch);
-    memset(scratch, 0x55, NWB__DECODE_MSG_MAX);
     nwb__rec_iter_text(&it, body, sizeof(body) - 1, 1764576000000000000ull);
     nwb__render_init(&rd, "p", 1);
-    nwb__render_set_names(&rd, f->t, scratch);
+    nwb__render_set_names(&rd, f->t);
     assert_int_equal(nwb__render_fill(&rd, &it, buf, NWB__RENDER_BUF_SIZE, &len, &end), 0);
     assert_int_equal(rd.decoded + rd.unknown, 0);
-    assert_int_equal((unsigned char)scratch[0], 0x55); /* never copied */
     buf[len] = '\0';
     assert_non_null(strstr(buf, " p no tokens here at all, only text of some length\n"));
     free(buf);
-    free(scratch);
 }
 
 int main(void)
@@ -497,8 +544,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_decode_matches_the_reference_with_short_and_long_names),
         cmocka_unit_test(test_render_decode_stops_decoding_at_the_bound),
+        cmocka_unit_test(test_render_decode_line_that_does_not_fit_counts_nothing),
         cmocka_unit_test(test_render_decode_record_renders_into_the_worker_buffer),
-        cmocka_unit_test(test_render_decode_body_scan_finds_what_each_message_holds),
+        cmocka_unit_test(test_render_decode_hashes_outside_messages_are_no_tokens),
         cmocka_unit_test(test_render_decode_message_without_hash_is_untouched),
         cmocka_unit_test(test_render_decode_records_render_like_decode_then_format),
     };

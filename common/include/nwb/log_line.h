@@ -86,6 +86,25 @@ NWB_API size_t nwb_log_line_format(char *dst, size_t cap, nwb_log_line_clock_t *
                                    const nwb_log_record_t *rec, const char *program,
                                    size_t program_len);
 
+struct nwb_namesym_table; /* nwb/namesym.h */
+
+/**
+ * nwb_log_line_format() of @p rec with the #tokens of its message decoded
+ * with @p names as nwb_namesym_decode() does, in the same pass as the
+ * escaping: no decoded copy of the message is made, and a message without a
+ * token costs about what nwb_log_line_format() does. A name goes in only
+ * while the decoded message, with the rest of it raw, stays within
+ * @p decoded_max bytes; from the first that would not, the rest stays as it
+ * is. Returns the bytes written and adds the tokens decoded and unknown to
+ * @p decoded and @p unknown; returns 0 and adds nothing when the line does
+ * not fit in @p cap (never when @p cap is at least nwb_log_line_max() with
+ * msg_len @p decoded_max).
+ */
+NWB_API size_t nwb_log_line_format_names(char *dst, size_t cap, nwb_log_line_clock_t *clock,
+                                         const nwb_log_record_t *rec, const char *program,
+                                         size_t program_len, const struct nwb_namesym_table *names,
+                                         size_t decoded_max, uint64_t *decoded, uint64_t *unknown);
+
 /** Write "YYYYmmdd-HHMMSS" (UTC) of @p time_ns and a NUL into @p out[16]. */
 NWB_API void nwb_time_compact(uint64_t time_ns, char out[16]);
 
