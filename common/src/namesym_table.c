@@ -17,6 +17,25 @@
 #include "nwb/namesym.h"
 #include "namesym_table_int.h"
 
+/* @p cap zeroed slots, 64-byte aligned (one cache line each); *mem is what to free. */
+static struct slot *slots_alloc(size_t cap, void **mem)
+{
+    char *raw = nwb_calloc(1, cap * sizeof(struct slot) + 63u);
+
+    *mem = raw;
+    if (raw == NULL) {
+        return NULL;
+    }
+    return (struct slot *)(void *)(raw + ((64u - ((uintptr_t)raw & 63u)) & 63u));
+}
+
+static void slot_free_str(struct slot *s)
+{
+    if (s->str != NULL && s->str != s->inl) {
+        nwb_free((void *)(uintptr_t)s->str);
+    }
+}
+
 int nwb_namesym_table_create(nwb_namesym_table_t **out)
 {
     nwb_namesym_table_t *t = nwb_calloc(1, sizeof(*t));
@@ -25,7 +44,7 @@ int nwb_namesym_table_create(nwb_namesym_table_t **out)
     if (t == NULL) {
         return -ENOMEM;
     }
-    t->slots = nwb_calloc(1024, sizeof(*t->slots));
+    t->slots = slots_alloc(1024, &t->slots_mem);
     if (t->slots == NULL) {
         nwb_free(t);
         return -ENOMEM;
@@ -41,13 +60,13 @@ void nwb_namesym_table_destroy(nwb_namesym_table_t *t)
         return;
     }
     for (size_t i = 0; i <= t->mask; i++) {
-        nwb_free(t->slots[i].str);
+        slot_free_str(&t->slots[i]);
     }
     for (size_t i = 0; i < t->nsources; i++) {
         nwb_free(t->sources[i]);
     }
     nwb_free(t->sources);
-    nwb_free(t->slots);
+    nwb_free(t->slots_mem);
     nwb_free(t);
 }
 
@@ -55,20 +74,28 @@ static int table_grow(nwb_namesym_table_t *t)
 {
     const size_t cap = (t->mask + 1) * 2;
     struct slot *old = t->slots;
+    void *old_mem = t->slots_mem;
     const size_t old_cap = t->mask + 1;
-    struct slot *n = nwb_calloc(cap, sizeof(*n));
+    void *mem;
+    struct slot *n = slots_alloc(cap, &mem);
 
     if (n == NULL) {
         return -ENOMEM;
     }
     t->slots = n;
+    t->slots_mem = mem;
     t->mask = cap - 1;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].str != NULL) {
-            *slot_find(t, old[i].hash) = old[i];
+            struct slot *s = slot_find(t, old[i].hash);
+
+            *s = old[i];
+            if (old[i].str == old[i].inl) {
+                s->str = s->inl; /* an inline name moves with its slot */
+            }
         }
     }
-    nwb_free(old);
+    nwb_free(old_mem);
     return 0;
 }
 
@@ -117,7 +144,13 @@ long nwb_namesym_table_add(nwb_namesym_table_t *t, const nwb_namesym_view_t *v, 
             continue;
         }
         s->hash = h;
-        s->str = clean;
+        if (clen < NWB__SLOT_INLINE) {
+            memcpy(s->inl, clean, clen + 1);
+            s->str = s->inl;
+            nwb_free(clean);
+        } else {
+            s->str = clean;
+        }
         s->len = (uint32_t)clen;
         s->source = src;
         t->count++;

@@ -17,15 +17,23 @@
 
 #include "nwb/namesym.h"
 
+/* Names shorter than this live in their slot: a lookup then reads one cache line. */
+#define NWB__SLOT_INLINE 40u
+
+/* One cache line (the array is 64-byte aligned). */
 struct slot {
     nwb_name_t hash;
-    char *str; /* owned, sanitised UTF-8, NUL-terminated; NULL = empty slot */
+    const char *str; /* sanitised UTF-8, NUL-terminated: inl, or owned; NULL = empty slot */
     uint32_t len;
     uint32_t source; /* index into sources */
+    char inl[NWB__SLOT_INLINE];
 };
 
+_Static_assert(sizeof(struct slot) == 64, "a slot is one cache line");
+
 struct nwb_namesym_table {
-    struct slot *slots;
+    struct slot *slots; /* 64-byte aligned, inside slots_mem */
+    void *slots_mem;
     size_t mask; /* capacity - 1, capacity a power of two */
     size_t count;
     size_t max_len;
