@@ -75,7 +75,7 @@ static inline int token_digits(const char *d, uint64_t *out)
 #if defined(__SSE2__) && defined(__GNUC__)
     /* Signed compares check '0'..'9' and 'a'..'f' (bytes >= 0x80 are negative and fail), each
      * digit becomes its nibble, nibble pairs are merged into bytes and packed; the first digit's
-     * byte is the top byte of the hash. server/src/log_decode.c does the same. */
+     * byte is the top byte of the hash. */
     const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)d);
     const __m128i dig = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
                                       _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
