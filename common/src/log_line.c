@@ -194,6 +194,22 @@ static inline unsigned esc_mask16(__m128i v)
 
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(tab, ctl), del));
 }
+
+/*
+ * Store the 16 bytes at @p u to @p p as they are, and return the offset of the
+ * first that needs a look (an escape, or a '#' when @p hash), or 16.
+ */
+static inline NWB_ALWAYS_INLINE unsigned block_copy(char *p, const unsigned char *u, int hash)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)u);
+    unsigned m = esc_mask16(v);
+
+    if (hash) {
+        m |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
+    }
+    _mm_storeu_si128((__m128i *)(void *)p, v);
+    return m != 0 ? (unsigned)__builtin_ctz(m) : 16u;
+}
 #endif
 
 /*
@@ -216,23 +232,15 @@ static char *put_escaped(char *p, const char *limit, const char *s, size_t len)
     const size_t blocks = (size_t)(limit - p) >= 4 * len ? len / 16 : 0;
 
     for (size_t b = 0; b < blocks && i + 16 <= len; b++) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
-        const unsigned m = esc_mask16(v);
+        const unsigned k = block_copy(p, u + i, 0);
 
-        _mm_storeu_si128((__m128i *)(void *)p, v);
-        if (NWB_LIKELY(m == 0)) {
-            p += 16;
-            i += 16;
+        p += k;
+        i += k;
+        if (NWB_LIKELY(k == 16)) {
             continue;
         }
-        {
-            const unsigned k = (unsigned)__builtin_ctz(m);
-
-            p += k;
-            i += k;
-            p = put_escape(p, u[i]);
-            i++;
-        }
+        p = put_escape(p, u[i]);
+        i++;
     }
     if (i < len && len >= 16 && i + 16 > len) {
         /* The 16 bytes ending at len: when they are clean, [len - 16, i) was copied as it is
@@ -490,32 +498,21 @@ size_t nwb_log_line_format_names(char *dst, size_t cap, nwb_log_line_clock_t *cl
      * always has room. */
 #if defined(__SSE2__)
     while (i + 16 <= nw.len) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(nw.u + i));
-        unsigned m = esc_mask16(v);
+        const unsigned k = block_copy(p, nw.u + i, nw.decoding);
 
-        if (nw.decoding) {
-            m |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
-        }
-        _mm_storeu_si128((__m128i *)(void *)p, v);
-        if (NWB_LIKELY(m == 0)) {
-            p += 16;
-            i += 16;
+        p += k;
+        i += k;
+        if (NWB_LIKELY(k == 16)) {
             continue;
         }
-        {
-            const unsigned k = (unsigned)__builtin_ctz(m);
-
-            p += k;
-            i += k;
-            if (nw.u[i] == '#') {
-                p = name_step(&nw, p, limit, &i);
-                if (p == NULL) {
-                    return 0;
-                }
-            } else {
-                p = put_escape(p, nw.u[i]);
-                i++;
+        if (nw.u[i] == '#') {
+            p = name_step(&nw, p, limit, &i);
+            if (p == NULL) {
+                return 0;
             }
+        } else {
+            p = put_escape(p, nw.u[i]);
+            i++;
         }
     }
 #endif
