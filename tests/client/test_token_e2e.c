@@ -43,14 +43,9 @@ struct fx {
     int started;
 };
 
-static void write_file(const char *path, const char *data, mode_t mode)
+static void write_file(const char *path, const char *data, unsigned mode)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-    close(fd);
-    assert_int_equal(chmod(path, mode), 0);
+    assert_int_equal(nwb_test_write_file(path, data, strlen(data), mode), 0);
 }
 
 static int setup(void **state)

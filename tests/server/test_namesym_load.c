@@ -61,11 +61,7 @@ static void sub(const struct fx *f, char *out, size_t cap, const char *name)
 
 static void write_file(const char *path, const void *data, size_t len)
 {
-    FILE *fp = fopen(path, "wb");
-
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(nwb_test_write_file(path, data, len, 0644), 0);
 }
 
 /* POST one text line and return the run's log (malloc'd). */

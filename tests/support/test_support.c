@@ -438,6 +438,29 @@ int nwb_test_wait_closed(int fd, int timeout_ms)
     }
 }
 
+int nwb_test_write_file(const char *path, const void *data, size_t len, unsigned mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t off = 0;
+
+    if (fd < 0) {
+        return -1;
+    }
+    while (off < len) {
+        const ssize_t n = write(fd, (const char *)data + off, len - off);
+
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    if (close(fd) != 0 || chmod(path, (mode_t)mode) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
 char *nwb_test_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

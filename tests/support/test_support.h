@@ -68,6 +68,9 @@ int nwb_test_http(int port, const char *method, const char *path, const char *he
 /* 1 once the connection on @p fd is closed by the peer within @p timeout_ms, else 0. */
 int nwb_test_wait_closed(int fd, int timeout_ms);
 
+/* Create or replace @p path with @p len bytes of @p data and give it @p mode. 0, or -1. */
+int nwb_test_write_file(const char *path, const void *data, size_t len, unsigned mode);
+
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if missing). */
 char *nwb_test_read_file(const char *path, size_t *len);
 
