@@ -420,6 +420,8 @@ static inline void copy_name(char *dst, const char *src, size_t n)
     }
 }
 
+_Static_assert(NWB__SLOT_INLINE == 40, "name_step() copies an inline name as 16 + 16 + 8 bytes");
+
 /* The state of one decoding format: see nwb_log_line_format_names(). */
 struct name_walk {
     const nwb_namesym_table_t *names;
@@ -433,24 +435,30 @@ struct name_walk {
 /*
  * The '#' at u[*i]: a known token's name, an unknown token as it is, or the
  * '#' alone, at @p p. Returns the new output end, or NULL when a name does
- * not fit before @p limit.
+ * not fit before @p limit. Inlined into the scan: its state stays in registers.
  */
-static inline char *name_step(struct name_walk *nw, char *p, const char *limit, size_t *i)
+static inline NWB_ALWAYS_INLINE char *name_step(struct name_walk *nw, char *p, const char *limit,
+                                                size_t *i)
 {
     const unsigned char *const u = nw->u;
     const size_t at = *i, left = nw->len - at;
     const struct slot *s;
-    nwb_name_t h;
+    size_t room;
 
     if (left < NWB_NAME_TOKEN_LEN || (at > 0 && u[at - 1] == '#') ||
-        !token_digits((const char *)u + at + 1, &h) ||
         (left > NWB_NAME_TOKEN_LEN && hexval[u[at + NWB_NAME_TOKEN_LEN]] != 0)) {
         *p++ = '#'; /* not a token */
         *i = at + 1;
         return p;
     }
-    s = slot_find(nw->names, h);
-    if (s->str == NULL) {
+    /* The 16 bytes after '#' are looked up as they are: a hit is a valid token. */
+    s = slot_probe(nw->names, (const char *)u + at + 1);
+    if (NWB_UNLIKELY(s->tok[0] == '\0')) {
+        if (!token_digits_valid((const char *)u + at + 1)) {
+            *p++ = '#'; /* not a token */
+            *i = at + 1;
+            return p;
+        }
         nw->unknown++;
         memcpy(p, u + at, NWB_NAME_TOKEN_LEN); /* '#' and hex digits: nothing to escape */
         *i = at + NWB_NAME_TOKEN_LEN;
@@ -462,11 +470,28 @@ static inline char *name_step(struct name_walk *nw, char *p, const char *limit, 
         *i = at + 1;
         return p;
     }
-    /* Names are sanitised when loaded (no control bytes or DEL): copied as they are. */
-    if ((size_t)(limit - p) < s->len + 4u * (left - NWB_NAME_TOKEN_LEN) + 1u) {
+    /* What the rest of the message may still take, escaped, after the name. */
+    room = 4u * (left - NWB_NAME_TOKEN_LEN) + 1u;
+    if ((size_t)(limit - p) < s->len + room) {
         return NULL;
     }
-    copy_name(p, s->str, s->len);
+    /* Names are sanitised when loaded (no control bytes or DEL): copied as they are. An inline
+     * name is copied whole, 40 bytes at fixed offsets, when the line has room for that. */
+#if defined(__SSE2__)
+    if (NWB_LIKELY(s->len < NWB__SLOT_INLINE && (size_t)(limit - p) >= NWB__SLOT_INLINE + room)) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s->name.inl);
+        const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s->name.inl + 16));
+        uint64_t c;
+
+        memcpy(&c, s->name.inl + 32, 8);
+        _mm_storeu_si128((__m128i *)(void *)p, a);
+        _mm_storeu_si128((__m128i *)(void *)(p + 16), b);
+        memcpy(p + 32, &c, 8);
+    } else
+#endif
+    {
+        copy_name(p, slot_str(s), s->len);
+    }
     nw->room_left -= (long long)s->len - (long long)NWB_NAME_TOKEN_LEN;
     nw->decoded++;
     *i = at + NWB_NAME_TOKEN_LEN;

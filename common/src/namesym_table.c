@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * namesym_table.c - a decoding table merged from .namesym sidecars (an
- * open-addressing map from hash to sanitised string) and the token decoder
- * that rewrites "#" + 16-hex-digit tokens in log text (memchr to each '#',
- * the 16 digits checked and parsed at once with SSE2 where there is SSE2).
+ * open-addressing map from a token's 16 hex digits to the sanitised name; see
+ * namesym_table_int.h) and the token decoder that rewrites "#" +
+ * 16-hex-digit tokens in text (memchr to each '#', the digits looked up as
+ * they are, checked as a token only when they are not in the table).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,7 @@
 #include "nwb/namesym.h"
 #include "namesym_table_int.h"
 
-/* @p cap zeroed slots, 64-byte aligned (one cache line each); *mem is what to free. */
+/* @p cap zeroed (empty) slots, 64-byte aligned (one cache line each); *mem is what to free. */
 static struct slot *slots_alloc(size_t cap, void **mem)
 {
     char *raw = nwb_calloc(1, cap * sizeof(struct slot) + 63u);
@@ -31,9 +32,20 @@ static struct slot *slots_alloc(size_t cap, void **mem)
 
 static void slot_free_str(struct slot *s)
 {
-    if (s->str != NULL && s->str != s->inl) {
-        nwb_free((void *)(uintptr_t)s->str);
+    if (s->tok[0] != '\0' && s->len >= NWB__SLOT_INLINE) {
+        nwb_free(s->name.heap);
     }
+}
+
+/* log2 of a power of two. */
+static unsigned log2_pow2(size_t v)
+{
+    unsigned n = 0;
+
+    while (((size_t)1 << n) < v) {
+        n++;
+    }
+    return n;
 }
 
 int nwb_namesym_table_create(nwb_namesym_table_t **out)
@@ -50,6 +62,7 @@ int nwb_namesym_table_create(nwb_namesym_table_t **out)
         return -ENOMEM;
     }
     t->mask = 1023;
+    t->shift = 64u - log2_pow2(1024);
     *out = t;
     return 0;
 }
@@ -85,14 +98,10 @@ static int table_grow(nwb_namesym_table_t *t)
     t->slots = n;
     t->slots_mem = mem;
     t->mask = cap - 1;
+    t->shift = 64u - log2_pow2(cap);
     for (size_t i = 0; i < old_cap; i++) {
-        if (old[i].str != NULL) {
-            struct slot *s = slot_find(t, old[i].hash);
-
-            *s = old[i];
-            if (old[i].str == old[i].inl) {
-                s->str = s->inl; /* an inline name moves with its slot */
-            }
+        if (old[i].tok[0] != '\0') {
+            *slot_probe(t, old[i].tok) = old[i]; /* an inline name moves with its slot */
         }
     }
     nwb_free(old_mem);
@@ -121,6 +130,7 @@ long nwb_namesym_table_add(nwb_namesym_table_t *t, const nwb_namesym_view_t *v, 
         const char *raw;
         uint32_t rlen;
         struct slot *s;
+        char tok[NWB_NAME_TOKEN_SIZE];
         char *clean;
         size_t clen;
 
@@ -135,21 +145,23 @@ long nwb_namesym_table_add(nwb_namesym_table_t *t, const nwb_namesym_view_t *v, 
             nwb_free(clean);
             return -ENOMEM;
         }
-        s = slot_find(t, h);
-        if (s->str != NULL) {
-            if ((s->len != clen || memcmp(s->str, clean, clen) != 0) && on_collision != NULL) {
-                on_collision(ctx, h, s->str, t->sources[s->source], clean, t->sources[src]);
+        nwb_name_token(h, tok);
+        s = slot_probe(t, tok + 1);
+        if (s->tok[0] != '\0') {
+            const char *have = slot_str(s);
+
+            if ((s->len != clen || memcmp(have, clean, clen) != 0) && on_collision != NULL) {
+                on_collision(ctx, h, have, t->sources[s->source], clean, t->sources[src]);
             }
             nwb_free(clean);
             continue;
         }
-        s->hash = h;
+        memcpy(s->tok, tok + 1, sizeof(s->tok));
         if (clen < NWB__SLOT_INLINE) {
-            memcpy(s->inl, clean, clen + 1);
-            s->str = s->inl;
+            memcpy(s->name.inl, clean, clen + 1);
             nwb_free(clean);
         } else {
-            s->str = clean;
+            s->name.heap = clean;
         }
         s->len = (uint32_t)clen;
         s->source = src;
@@ -223,15 +235,18 @@ size_t nwb_namesym_table_count(const nwb_namesym_table_t *t)
 
 const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_name_t hash, size_t *len)
 {
-    const struct slot *s = slot_find(t, hash);
+    char tok[NWB_NAME_TOKEN_SIZE];
+    const struct slot *s;
 
-    if (s->str == NULL) {
+    nwb_name_token(hash, tok);
+    s = slot_probe(t, tok + 1);
+    if (s->tok[0] == '\0') {
         return NULL;
     }
     if (len != NULL) {
         *len = s->len;
     }
-    return s->str;
+    return slot_str(s);
 }
 
 size_t nwb_namesym_decode_max(const nwb_namesym_table_t *t, size_t len)
@@ -251,35 +266,32 @@ size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t
 
     while (p < end) {
         const char *hash = memchr(p, '#', (size_t)(end - p));
-        uint64_t h = 0;
+        const struct slot *s;
 
         if (hash == NULL) {
             break;
         }
         p = hash + 1;
-        if (end - hash < (ptrdiff_t)NWB_NAME_TOKEN_LEN || (hash > text && hash[-1] == '#')) {
+        if (end - hash < (ptrdiff_t)NWB_NAME_TOKEN_LEN || (hash > text && hash[-1] == '#') ||
+            (hash + NWB_NAME_TOKEN_LEN < end &&
+             hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
             continue;
         }
-        if (!token_digits(hash + 1, &h) || (hash + NWB_NAME_TOKEN_LEN < end &&
-                                            hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
-            continue;
-        }
-        {
-            size_t slen = 0;
-            const char *s = t != NULL ? nwb_namesym_table_find(t, h, &slen) : NULL;
-
-            if (s == NULL) {
+        /* Looked up as they are; only digits that are not in the table need checking. */
+        s = t != NULL ? slot_probe(t, hash + 1) : NULL;
+        if (s == NULL || s->tok[0] == '\0') {
+            if (token_digits_valid(hash + 1)) {
                 nunk++;
                 p = hash + NWB_NAME_TOKEN_LEN;
-                continue;
             }
-            memcpy(o, copied, (size_t)(hash - copied));
-            o += hash - copied;
-            memcpy(o, s, slen);
-            o += slen;
-            copied = p = hash + NWB_NAME_TOKEN_LEN;
-            ndec++;
+            continue;
         }
+        memcpy(o, copied, (size_t)(hash - copied));
+        o += hash - copied;
+        memcpy(o, slot_str(s), s->len);
+        o += s->len;
+        copied = p = hash + NWB_NAME_TOKEN_LEN;
+        ndec++;
     }
     memcpy(o, copied, (size_t)(end - copied));
     o += end - copied;

@@ -289,6 +289,41 @@ static void test_render_decode_matches_the_reference_with_short_and_long_names(v
     free(msg);
 }
 
+/*
+ * The table is keyed by the text of a token's 16 digits and any 16 bytes after
+ * a '#' are looked up as they are: bytes that equal an empty slot's (16 NULs),
+ * or a stored token's digits in upper case, must not match, and a known
+ * token next to them still decodes.
+ */
+static void test_render_decode_digits_are_matched_as_text(void **state)
+{
+    struct fx *f = *state;
+    char msg[128];
+    uint64_t d = 0, u = 0;
+    size_t len = 0;
+
+    msg[len++] = '#';
+    memset(msg + len, 0, 16);
+    len += 16;
+    msg[len++] = ' ';
+    memcpy(msg + len, f->tok_a, NWB_NAME_TOKEN_LEN);
+    len += NWB_NAME_TOKEN_LEN;
+    msg[len++] = ' ';
+    for (size_t i = 0; i < NWB_NAME_TOKEN_LEN; i++) {
+        const char c = f->tok_b[i];
+
+        msg[len++] = (char)(c >= 'a' && c <= 'f' ? c - 32 : c);
+    }
+    same_as_reference(f, msg, len);
+    (void)line_decoded(f, msg, len, &d, &u);
+    assert_int_equal(d, 1);
+    assert_int_equal(u, 0);
+    d = u = 0;
+    nwb_namesym_decode(f->t, msg, len, f->ref, &d, &u);
+    assert_int_equal(d, 1);
+    assert_int_equal(u, 0);
+}
+
 static void test_render_decode_stops_decoding_at_the_bound(void **state)
 {
     struct fx *f = *state;
@@ -543,6 +578,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_decode_matches_the_reference_with_short_and_long_names),
+        cmocka_unit_test(test_render_decode_digits_are_matched_as_text),
         cmocka_unit_test(test_render_decode_stops_decoding_at_the_bound),
         cmocka_unit_test(test_render_decode_line_that_does_not_fit_counts_nothing),
         cmocka_unit_test(test_render_decode_record_renders_into_the_worker_buffer),
