@@ -38,7 +38,7 @@
 #define MAX_CONNS      256
 #define MAX_SIZES      4
 #define MAX_LOADS      4
-#define MAX_REPEAT     9
+#define MAX_REPEAT     15
 #define MAX_RECONNECTS 1000
 #define RECV_BUF       4096
 #define LAT_CAP        (4u * 1024u * 1024u) /* round-trip samples kept per run */
@@ -64,6 +64,7 @@ struct options {
     int verify;
     uint64_t punch_mb;       /* punch the servers' output every this many MiB; 0 = never */
     int verify_disk;         /* read nwb-logserver's output back and count its lines */
+    int tokens_only;         /* --tokens-only: only the name-decoding comparison */
     int tokens;              /* #name tokens per message in the decoding comparison; 0 = none */
     const char *namesym_exe; /* nwb-namesym, to build the sidecar */
 };
@@ -796,6 +797,7 @@ static void usage(FILE *f)
             "  --tokens N       also measure name decoding: messages with N #name tokens\n"
             "                   (1..%d; about one per 100 bytes with 1), nwb-logserver without\n"
             "                   and with a sidecar naming them (default 0: not run)\n"
+            "  --tokens-only    only that comparison, not the null-server one (needs --tokens)\n"
             "  --namesym-exe P  nwb-namesym, to build that sidecar (default: the one built\n"
             "                   with this benchmark)\n",
             MAX_CONNS, MAX_TOKENS);
@@ -825,6 +827,7 @@ static int parse_list(const char *s, long long *out, int cap)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
+    memset(o, 0, sizeof(*o)); /* every option not set below is off (0) */
     o->exe[SRV_NULL] = NWB_BENCH_NULL_EXE;
     o->exe[SRV_NWB] = NWB_BENCH_SERVER_EXE;
     o->duration_s = 5.0;
@@ -857,6 +860,10 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         if (strcmp(a, "--verify-disk") == 0) {
             o->verify_disk = 1;
+            continue;
+        }
+        if (strcmp(a, "--tokens-only") == 0) {
+            o->tokens_only = 1;
             continue;
         }
         if (v == NULL) {
@@ -944,6 +951,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             fprintf(stderr, "bench_ingest: unknown option %s\n", a);
             return -1;
         }
+    }
+    if (o->tokens_only && o->tokens == 0) {
+        fprintf(stderr, "bench_ingest: --tokens-only needs --tokens N\n");
+        return -1;
     }
     return 0;
 }
@@ -1037,7 +1048,9 @@ static int tokens_section(const struct options *o, uint64_t *lat)
     for (int s = 0; s < o->nsizes; s++) {
         for (int k = 0; k < o->nconns; k++) {
             for (int rep = 0; rep < o->repeat; rep++) {
-                for (int v = 0; v < 2; v++) {
+                for (int w = 0; w < 2; w++) {
+                    const int v = rep % 2 ? 1 - w : w; /* ABBA, as in main() */
+
                     fprintf(stderr,
                             "bench_ingest: nwb-logserver, %s, %d tokens/message, %zu-byte "
                             "bodies, %d connections, run %d\n",
@@ -1103,7 +1116,8 @@ static int tokens_section(const struct options *o, uint64_t *lat)
     printf("\n#### Name decoding targets\n\n");
     if (o->repeat > 1) {
         printf("`ratio`: the median over the %d repetitions of the rate with a sidecar / the "
-               "rate without in the same repetition (back to back).\n\n",
+               "rate without in the same repetition (back to back, the order swapped every "
+               "repetition).\n\n",
                o->repeat);
     }
     printf("| target | body | conns | sidecar | no sidecar | ratio | result |\n");
@@ -1168,6 +1182,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ingest: out of memory\n");
         return 1;
     }
+    if (o.tokens_only) {
+        fails = tokens_section(&o, lat);
+        nwb_free(lat);
+        return fails == 0 ? 0 : 1;
+    }
     for (int s = 0; s < o.nsizes; s++) {
         if (body_build(&bodies[s], o.sizes[s], 0) != 0) {
             fprintf(stderr, "bench_ingest: cannot build a %zu-byte batch\n", o.sizes[s]);
@@ -1177,7 +1196,11 @@ int main(int argc, char **argv)
     for (int s = 0; s < o.nsizes; s++) {
         for (int k = 0; k < o.nconns; k++) {
             for (int rep = 0; rep < o.repeat; rep++) {
-                for (int v = 0; v < SRV_COUNT; v++) {
+                for (int w = 0; w < SRV_COUNT; w++) {
+                    /* ABBA: the order swaps every repetition, so drift and whatever the second
+                     * run of a pair inherits from the first fall on both servers alike. */
+                    const int v = rep % 2 ? SRV_COUNT - 1 - w : w;
+
                     fprintf(stderr, "bench_ingest: %s, %zu-byte bodies, %d connections, run %d\n",
                             srv_names[v], bodies[s].len, o.conns[k], rep + 1);
                     run_one(&o, v, &bodies[s], o.conns[k], NULL, &runs[s][k][v][rep], lat);
@@ -1220,7 +1243,8 @@ int main(int argc, char **argv)
     printf("\n#### Server ingest targets\n\n");
     if (o.repeat > 1) {
         printf("`ratio`: the median over the %d repetitions of nwb-logserver's rate / the null "
-               "server's rate in the same repetition (the two ran back to back); the tables "
+               "server's rate in the same repetition (the two ran back to back, the order swapped "
+               "every repetition); the tables "
                "above show each server's least disturbed run.\n\n",
                o.repeat);
     }
