@@ -97,13 +97,14 @@ int main(int argc, char **argv)
         t1 = now_s();
         best_dec = t1 - t0 < best_dec ? t1 - t0 : best_dec;
     }
-    printf("namesym decode: %zu MiB of log text, %zu lines (one token per %.0f bytes), %zu names\n",
-           len >> 20, lines, (double)len / (double)lines, names);
+    printf(
+        "namesym decode: %zu MiB of log text, %zu lines (one token per %.0f bytes), %zu names\n\n",
+        len >> 20, lines, (double)len / (double)lines, names);
     printf("| what | MB/s |\n|---|---:|\n");
     printf("| memchr scan for '#' (peer floor) | %.0f |\n", (double)len / 1e6 / best_scan);
     printf("| nwb_namesym_decode | %.0f |\n", (double)len / 1e6 / best_dec);
     printf(
-        "decoded %llu, unknown %llu tokens over %zu runs (best run reported); decode = %.0f%% of "
+        "\ndecoded %llu, unknown %llu tokens over %zu runs (best run reported); decode = %.0f%% of "
         "the memchr floor's speed\n",
         (unsigned long long)decoded, (unsigned long long)unknown, repeat,
         100.0 * best_scan / best_dec);
