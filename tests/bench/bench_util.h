@@ -69,7 +69,10 @@ uint64_t nwb_bench_quantile(const uint64_t *v, size_t n, double q);
 
 /* ---- files ---- */
 
-/** A fresh directory "<base>/nwb-bench-<tag>-XXXXXX" (base: $TMPDIR, else /tmp). 0 or -1. */
+/**
+ * A fresh directory "<base>/nwb-bench-<tag>-XXXXXX" (base: $NWB_BENCH_TMP, else $TMPDIR, else
+ * /tmp). 0 or -1.
+ */
 int nwb_bench_tmpdir(const char *tag, char *out, size_t outlen);
 
 /** rm -rf @p path (best effort; refuses "" and "/"). */
