@@ -393,33 +393,6 @@ static inline uint64_t word_has_hash(uint64_t w)
     return (x - ones) & ~x & highs;
 }
 
-/* memcpy() of a name, inline for the usual short ones: overlapping moves, all within
- * [dst, dst + n). */
-static inline void copy_name(char *dst, const char *src, size_t n)
-{
-    if (n > 32) {
-        memcpy(dst, src, n);
-    } else if (n >= 16) {
-        char a[16], b[16];
-
-        memcpy(a, src, 16);
-        memcpy(b, src + n - 16, 16);
-        memcpy(dst, a, 16);
-        memcpy(dst + n - 16, b, 16);
-    } else if (n >= 8) {
-        uint64_t a, b;
-
-        memcpy(&a, src, 8);
-        memcpy(&b, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            dst[i] = src[i];
-        }
-    }
-}
-
 _Static_assert(NWB__SLOT_INLINE == 40, "name_step() copies an inline name as 16 + 16 + 8 bytes");
 
 /* The state of one decoding format: see nwb_log_line_format_names(). */
@@ -442,27 +415,21 @@ static inline NWB_ALWAYS_INLINE char *name_step(struct name_walk *nw, char *p, c
 {
     const unsigned char *const u = nw->u;
     const size_t at = *i, left = nw->len - at;
-    const struct slot *s;
+    const struct slot *s = NULL;
     size_t room;
 
-    if (left < NWB_NAME_TOKEN_LEN || (at > 0 && u[at - 1] == '#') ||
-        (left > NWB_NAME_TOKEN_LEN && hexval[u[at + NWB_NAME_TOKEN_LEN]] != 0)) {
+    switch (token_at(nw->names, u, at, nw->len, &s)) {
+    case TOKEN_NONE:
         *p++ = '#'; /* not a token */
         *i = at + 1;
         return p;
-    }
-    /* The 16 bytes after '#' are looked up as they are: a hit is a valid token. */
-    s = slot_probe(nw->names, (const char *)u + at + 1);
-    if (NWB_UNLIKELY(s->tok[0] == '\0')) {
-        if (!token_digits_valid((const char *)u + at + 1)) {
-            *p++ = '#'; /* not a token */
-            *i = at + 1;
-            return p;
-        }
+    case TOKEN_UNKNOWN:
         nw->unknown++;
         memcpy(p, u + at, NWB_NAME_TOKEN_LEN); /* '#' and hex digits: nothing to escape */
         *i = at + NWB_NAME_TOKEN_LEN;
         return p + NWB_NAME_TOKEN_LEN;
+    case TOKEN_KNOWN:
+        break;
     }
     if ((long long)s->len - (long long)NWB_NAME_TOKEN_LEN > nw->room_left) {
         nw->decoding = 0; /* this name would pass the bound: it and the rest stay raw */
@@ -490,7 +457,7 @@ static inline NWB_ALWAYS_INLINE char *name_step(struct name_walk *nw, char *p, c
     } else
 #endif
     {
-        copy_name(p, slot_str(s), s->len);
+        memcpy(p, slot_str(s), s->len);
     }
     nw->room_left -= (long long)s->len - (long long)NWB_NAME_TOKEN_LEN;
     nw->decoded++;

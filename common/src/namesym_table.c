@@ -37,15 +37,20 @@ static void slot_free_str(struct slot *s)
     }
 }
 
-/* log2 of a power of two. */
-static unsigned log2_pow2(size_t v)
+/* Give @p t @p cap (a power of two) fresh empty slots; the old ones stay the caller's. */
+static int slots_set(nwb_namesym_table_t *t, size_t cap)
 {
-    unsigned n = 0;
+    void *mem;
+    struct slot *slots = slots_alloc(cap, &mem);
 
-    while (((size_t)1 << n) < v) {
-        n++;
+    if (slots == NULL) {
+        return -ENOMEM;
     }
-    return n;
+    t->slots = slots;
+    t->slots_mem = mem;
+    t->mask = cap - 1;
+    t->shift = 64u - (unsigned)__builtin_ctzll((unsigned long long)cap); /* 64 - log2(cap) */
+    return 0;
 }
 
 int nwb_namesym_table_create(nwb_namesym_table_t **out)
@@ -56,13 +61,10 @@ int nwb_namesym_table_create(nwb_namesym_table_t **out)
     if (t == NULL) {
         return -ENOMEM;
     }
-    t->slots = slots_alloc(1024, &t->slots_mem);
-    if (t->slots == NULL) {
+    if (slots_set(t, 1024) != 0) {
         nwb_free(t);
         return -ENOMEM;
     }
-    t->mask = 1023;
-    t->shift = 64u - log2_pow2(1024);
     *out = t;
     return 0;
 }
@@ -85,20 +87,13 @@ void nwb_namesym_table_destroy(nwb_namesym_table_t *t)
 
 static int table_grow(nwb_namesym_table_t *t)
 {
-    const size_t cap = (t->mask + 1) * 2;
     struct slot *old = t->slots;
     void *old_mem = t->slots_mem;
     const size_t old_cap = t->mask + 1;
-    void *mem;
-    struct slot *n = slots_alloc(cap, &mem);
 
-    if (n == NULL) {
+    if (slots_set(t, old_cap * 2) != 0) {
         return -ENOMEM;
     }
-    t->slots = n;
-    t->slots_mem = mem;
-    t->mask = cap - 1;
-    t->shift = 64u - log2_pow2(cap);
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].tok[0] != '\0') {
             *slot_probe(t, old[i].tok) = old[i]; /* an inline name moves with its slot */
@@ -266,24 +261,20 @@ size_t nwb_namesym_decode(const nwb_namesym_table_t *t, const char *text, size_t
 
     while (p < end) {
         const char *hash = memchr(p, '#', (size_t)(end - p));
-        const struct slot *s;
+        const struct slot *s = NULL;
+        enum token_kind kind;
 
         if (hash == NULL) {
             break;
         }
         p = hash + 1;
-        if (end - hash < (ptrdiff_t)NWB_NAME_TOKEN_LEN || (hash > text && hash[-1] == '#') ||
-            (hash + NWB_NAME_TOKEN_LEN < end &&
-             hexval[(unsigned char)hash[NWB_NAME_TOKEN_LEN]] != 0)) {
+        kind = token_at(t, (const unsigned char *)text, (size_t)(hash - text), len, &s);
+        if (kind == TOKEN_NONE) {
             continue;
         }
-        /* Looked up as they are; only digits that are not in the table need checking. */
-        s = t != NULL ? slot_probe(t, hash + 1) : NULL;
-        if (s == NULL || s->tok[0] == '\0') {
-            if (token_digits_valid(hash + 1)) {
-                nunk++;
-                p = hash + NWB_NAME_TOKEN_LEN;
-            }
+        if (kind == TOKEN_UNKNOWN) {
+            nunk++;
+            p = hash + NWB_NAME_TOKEN_LEN;
             continue;
         }
         memcpy(o, copied, (size_t)(hash - copied));

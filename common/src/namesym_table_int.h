@@ -136,4 +136,33 @@ static inline int token_digits_valid(const char *d)
 #endif
 }
 
+/* What a '#' starts (token_at()). */
+enum token_kind { TOKEN_NONE, TOKEN_UNKNOWN, TOKEN_KNOWN };
+
+/*
+ * The token rule, for both decoders: what the '#' at u[at] of the @p len
+ * bytes at @p u starts. A token is '#' + 16 lower-case hex digits, not after
+ * a '#' and not followed by a hex digit of either case. The digits are looked
+ * up in @p t (NULL: no table) as they are, and checked only when they are not
+ * there. For TOKEN_KNOWN, *s is the name's slot.
+ */
+static inline enum token_kind token_at(const nwb_namesym_table_t *t, const unsigned char *u,
+                                       size_t at, size_t len, const struct slot **s)
+{
+    const size_t left = len - at;
+    const char *const digits = (const char *)u + at + 1;
+
+    if (left < NWB_NAME_TOKEN_LEN || (at > 0 && u[at - 1] == '#') ||
+        (left > NWB_NAME_TOKEN_LEN && hexval[u[at + NWB_NAME_TOKEN_LEN]] != 0)) {
+        return TOKEN_NONE;
+    }
+    if (t != NULL) {
+        *s = slot_probe(t, digits);
+        if (NWB_LIKELY((*s)->tok[0] != '\0')) {
+            return TOKEN_KNOWN; /* stored digits are valid: no check */
+        }
+    }
+    return token_digits_valid(digits) ? TOKEN_UNKNOWN : TOKEN_NONE;
+}
+
 #endif /* NWB_NAMESYM_TABLE_INT_H */
