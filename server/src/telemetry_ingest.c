@@ -225,7 +225,7 @@ static int path_join(char *dst, const char *dir, const char *name)
 }
 
 /* Read the whole file (at most @p max bytes) plus @p extra spare capacity. Missing = empty. */
-static int read_stream(int fd, size_t max, size_t extra, nwb_tel_buf_t *b)
+static int read_stream(int fd, size_t max, size_t extra, nwb_buf_t *b)
 {
     struct stat st;
     size_t off = 0;
@@ -237,7 +237,7 @@ static int read_stream(int fd, size_t max, size_t extra, nwb_tel_buf_t *b)
     if ((uint64_t)st.st_size > max) {
         return NWB_ETOOBIG;
     }
-    err = nwb_tel_buf_reserve(b, (size_t)st.st_size + extra);
+    err = nwb_buf_reserve(b, (size_t)st.st_size + extra);
     if (err != 0) {
         return err;
     }
@@ -291,7 +291,7 @@ static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
     nwb_tel_ingest_summary_t ingest;
     char path[PATH_CAP];
     char tmp[PATH_CAP];
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
     size_t off = 0;
     int fd;
     int err;
@@ -305,21 +305,21 @@ static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
     }
     ro.names = names;
     ro.ingest = &ingest;
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     err = nwb_tel_report_build(stream, len, &ro, &json, NULL);
     if (err != 0) {
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
         return err;
     }
     if (path_join(path, run_dir, NWB_TEL_REPORT_FILE) != 0 ||
         path_join(tmp, run_dir, NWB_TEL_REPORT_FILE ".tmp") != 0) {
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
         return NWB_ETOOBIG;
     }
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         err = -errno;
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
         return err;
     }
     while (off < json.len && err == 0) {
@@ -340,7 +340,7 @@ static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
     if (close(fd) != 0 && err == 0) {
         err = -errno;
     }
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
     if (err == 0 && rename(tmp, path) != 0) {
         err = -errno;
     }
@@ -356,7 +356,7 @@ static void record_refusal(const struct nwb__tel_ingest_req *req,
                            const struct nwb__tel_ingest_res *res, const char *reason)
 {
     char path[PATH_CAP];
-    nwb_tel_buf_t cur;
+    nwb_buf_t cur;
     int fd;
 
     if (path_join(path, req->run_dir, NWB_TEL_INGEST_LOG_NAME) != 0 ||
@@ -364,7 +364,7 @@ static void record_refusal(const struct nwb__tel_ingest_req *req,
                                   req->body_len, reason) != 0) {
         return;
     }
-    nwb_tel_buf_init(&cur, lim->run_stream_max);
+    nwb_buf_init(&cur, lim->run_stream_max);
     if (path_join(path, req->run_dir, NWB_TEL_STREAM_FILE) != 0) {
         return;
     }
@@ -375,7 +375,7 @@ static void record_refusal(const struct nwb__tel_ingest_req *req,
     }
     (void)write_report(req->run_dir, cur.data != NULL ? cur.data : (const uint8_t *)"", cur.len,
                        req->names);
-    nwb_tel_buf_cleanup(&cur);
+    nwb_buf_cleanup(&cur);
 }
 
 static int encoding_is(const char *enc, const char *name)
@@ -395,7 +395,7 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
     const uint8_t *raw;
     size_t raw_len;
     const char *why = NULL;
-    nwb_tel_buf_t cur;
+    nwb_buf_t cur;
     char path[PATH_CAP];
     uint8_t seqle[8];
     struct iovec iov[3];
@@ -410,7 +410,7 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
     if (lim == NULL) {
         lim = &defaults;
     }
-    nwb_tel_buf_init(&cur, lim->run_stream_max);
+    nwb_buf_init(&cur, lim->run_stream_max);
     COUNT(m, uploads, 1);
     COUNT(m, bytes_received, req->body_len);
 
@@ -559,6 +559,6 @@ out:
     if (fd >= 0) {
         close(fd);
     }
-    nwb_tel_buf_cleanup(&cur);
+    nwb_buf_cleanup(&cur);
     nwb_free(owned);
 }

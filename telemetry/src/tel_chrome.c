@@ -18,9 +18,9 @@
 #define CHROME_FRAMES_TID 0 /* the frame track; real thread ids start at 1 in practice */
 
 struct chrome {
-    struct nwb__json j;
+    nwb_json_t j;
     const nwb_namesym_table_t *names;
-    nwb_tel_buf_t scratch;
+    nwb_buf_t scratch;
     uint64_t base; /* earliest timestamp, ns */
     int have_base;
 };
@@ -61,9 +61,8 @@ static void us_value(struct chrome *c, const char *key, uint64_t ns)
     const int n =
         snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%03u", ns / 1000u, (unsigned)(ns % 1000u));
 
-    nwb__json_key(&c->j, key);
-    nwb__json_value_sep(&c->j);
-    nwb__json_raw(&c->j, tmp, (size_t)n);
+    nwb_json_key(&c->j, key);
+    nwb_json_number_text(&c->j, tmp, (size_t)n);
 }
 
 static void ts(struct chrome *c, uint64_t t)
@@ -73,14 +72,14 @@ static void ts(struct chrome *c, uint64_t t)
 
 static void common(struct chrome *c, const char *ph, const char *cat, uint64_t tid)
 {
-    nwb__json_key(&c->j, "ph");
-    nwb__json_cstr(&c->j, ph);
-    nwb__json_key(&c->j, "cat");
-    nwb__json_cstr(&c->j, cat);
-    nwb__json_key(&c->j, "pid");
-    nwb__json_u64(&c->j, CHROME_PID);
-    nwb__json_key(&c->j, "tid");
-    nwb__json_u64(&c->j, tid);
+    nwb_json_key(&c->j, "ph");
+    nwb_json_cstr(&c->j, ph);
+    nwb_json_key(&c->j, "cat");
+    nwb_json_cstr(&c->j, cat);
+    nwb_json_key(&c->j, "pid");
+    nwb_json_u64(&c->j, CHROME_PID);
+    nwb_json_key(&c->j, "tid");
+    nwb_json_u64(&c->j, tid);
 }
 
 static void perf(struct chrome *c, const nwb_tel_event_t *ev)
@@ -89,36 +88,36 @@ static void perf(struct chrome *c, const nwb_tel_event_t *ev)
     char label[48];
 
     snprintf(label, sizeof(label), "frame %" PRIu64, ev->frame);
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
-    nwb__json_cstr(&c->j, label);
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
+    nwb_json_cstr(&c->j, label);
     common(c, "X", "frame", CHROME_FRAMES_TID);
     ts(c, pv->frame_start_ns);
     us_value(c, "dur", pv->frame_duration_ns);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "frame");
-    nwb__json_u64(&c->j, ev->frame);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "frame");
+    nwb_json_u64(&c->j, ev->frame);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
     for (uint32_t i = 0; i < pv->cpu_count; i++) {
         nwb_tel_cpu_scope_t s;
 
         nwb_tel_cpu_scope_at(pv, i, &s);
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "name");
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "name");
         nwb__tel_json_name(&c->j, c->names, s.name);
         common(c, "X", "cpu", s.thread);
         ts(c, s.start_ns);
         us_value(c, "dur", s.end_ns - s.start_ns);
-        nwb__json_key(&c->j, "args");
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "frame");
-        nwb__json_u64(&c->j, ev->frame);
-        nwb__json_key(&c->j, "depth");
-        nwb__json_u64(&c->j, s.depth);
-        nwb__json_obj_end(&c->j);
-        nwb__json_obj_end(&c->j);
+        nwb_json_key(&c->j, "args");
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "frame");
+        nwb_json_u64(&c->j, ev->frame);
+        nwb_json_key(&c->j, "depth");
+        nwb_json_u64(&c->j, s.depth);
+        nwb_json_obj_end(&c->j);
+        nwb_json_obj_end(&c->j);
     }
     for (uint32_t i = 0; i < pv->gpu_count; i++) {
         nwb_tel_gpu_scope_t g;
@@ -134,23 +133,23 @@ static void perf(struct chrome *c, const nwb_tel_event_t *ev)
             len = NWB_NAME_TOKEN_LEN;
         }
         c->scratch.len = 0;
-        if (nwb_tel_buf_append(&c->scratch, "gpu ", 4) != 0 ||
-            nwb_tel_buf_append(&c->scratch, s, len) != 0) {
+        if (nwb_buf_append(&c->scratch, "gpu ", 4) != 0 ||
+            nwb_buf_append(&c->scratch, s, len) != 0) {
             continue;
         }
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "name");
-        nwb__json_str(&c->j, (const char *)c->scratch.data, c->scratch.len);
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "name");
+        nwb_json_str(&c->j, (const char *)c->scratch.data, c->scratch.len);
         common(c, "C", "gpu", CHROME_FRAMES_TID);
         ts(c, ev->timestamp_ns);
-        nwb__json_key(&c->j, "args");
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "window_avg_ms");
-        nwb__json_dbl(&c->j, g.window_avg_ms, 6);
-        nwb__json_key(&c->j, "window_max_ms");
-        nwb__json_dbl(&c->j, g.window_max_ms, 6);
-        nwb__json_obj_end(&c->j);
-        nwb__json_obj_end(&c->j);
+        nwb_json_key(&c->j, "args");
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "window_avg_ms");
+        nwb_json_dbl(&c->j, g.window_avg_ms, 6);
+        nwb_json_key(&c->j, "window_max_ms");
+        nwb_json_dbl(&c->j, g.window_max_ms, 6);
+        nwb_json_obj_end(&c->j);
+        nwb_json_obj_end(&c->j);
     }
 }
 
@@ -158,19 +157,19 @@ static void memory(struct chrome *c, const nwb_tel_event_t *ev)
 {
     const nwb_tel_mem_view_t *mv = &ev->u.mem;
 
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
-    nwb__json_cstr(&c->j, "memory");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
+    nwb_json_cstr(&c->j, "memory");
     common(c, "C", "memory", CHROME_FRAMES_TID);
     ts(c, ev->timestamp_ns);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "arena_used");
-    nwb__json_u64(&c->j, mv->arena_used_bytes);
-    nwb__json_key(&c->j, "heap_backing_used");
-    nwb__json_u64(&c->j, mv->heap_used_bytes);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "arena_used");
+    nwb_json_u64(&c->j, mv->arena_used_bytes);
+    nwb_json_key(&c->j, "heap_backing_used");
+    nwb_json_u64(&c->j, mv->heap_used_bytes);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
     for (uint32_t i = 0; i < mv->count; i++) {
         nwb_tel_mem_record_t r;
         char tok[NWB_NAME_TOKEN_SIZE];
@@ -185,46 +184,46 @@ static void memory(struct chrome *c, const nwb_tel_event_t *ev)
             len = NWB_NAME_TOKEN_LEN;
         }
         c->scratch.len = 0;
-        if (nwb_tel_buf_append(&c->scratch, "mem ", 4) != 0 ||
-            nwb_tel_buf_append(&c->scratch, s, len) != 0) {
+        if (nwb_buf_append(&c->scratch, "mem ", 4) != 0 ||
+            nwb_buf_append(&c->scratch, s, len) != 0) {
             continue;
         }
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "name");
-        nwb__json_str(&c->j, (const char *)c->scratch.data, c->scratch.len);
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "name");
+        nwb_json_str(&c->j, (const char *)c->scratch.data, c->scratch.len);
         common(c, "C", nwb_tel_mem_source_name(r.source), CHROME_FRAMES_TID);
         ts(c, ev->timestamp_ns);
-        nwb__json_key(&c->j, "args");
-        nwb__json_obj_begin(&c->j);
-        nwb__json_key(&c->j, "used");
-        nwb__json_u64(&c->j, r.used_bytes);
-        nwb__json_key(&c->j, "reserved");
-        nwb__json_u64(&c->j, r.reserved_bytes);
-        nwb__json_obj_end(&c->j);
-        nwb__json_obj_end(&c->j);
+        nwb_json_key(&c->j, "args");
+        nwb_json_obj_begin(&c->j);
+        nwb_json_key(&c->j, "used");
+        nwb_json_u64(&c->j, r.used_bytes);
+        nwb_json_key(&c->j, "reserved");
+        nwb_json_u64(&c->j, r.reserved_bytes);
+        nwb_json_obj_end(&c->j);
+        nwb_json_obj_end(&c->j);
     }
 }
 
 static void instant_text(struct chrome *c, const nwb_tel_event_t *ev)
 {
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
     nwb__tel_json_text(&c->j, c->names, ev->u.text.msg, ev->u.text.len > 80 ? 80 : ev->u.text.len,
                        &c->scratch);
     common(c, "i", "log", ev->u.text.thread);
-    nwb__json_key(&c->j, "s");
-    nwb__json_cstr(&c->j, "t");
+    nwb_json_key(&c->j, "s");
+    nwb_json_cstr(&c->j, "t");
     ts(c, ev->timestamp_ns);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "level");
-    nwb__json_cstr(&c->j, nwb_log_level_name(ev->u.text.level));
-    nwb__json_key(&c->j, "message");
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "level");
+    nwb_json_cstr(&c->j, nwb_log_level_name(ev->u.text.level));
+    nwb_json_key(&c->j, "message");
     nwb__tel_json_text(&c->j, c->names, ev->u.text.msg, ev->u.text.len, &c->scratch);
-    nwb__json_key(&c->j, "frame");
-    nwb__json_u64(&c->j, ev->frame);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_key(&c->j, "frame");
+    nwb_json_u64(&c->j, ev->frame);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
 }
 
 static void instant_diag(struct chrome *c, const nwb_tel_event_t *ev)
@@ -232,53 +231,53 @@ static void instant_diag(struct chrome *c, const nwb_tel_event_t *ev)
     nwb_tel_kv_t kv;
     size_t pos = 0;
 
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
     nwb__tel_json_name(&c->j, c->names, ev->u.diag.code);
     common(c, "i", "diagnostic", CHROME_FRAMES_TID);
-    nwb__json_key(&c->j, "s");
-    nwb__json_cstr(&c->j, "p");
+    nwb_json_key(&c->j, "s");
+    nwb_json_cstr(&c->j, "p");
     ts(c, ev->timestamp_ns);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "severity");
-    nwb__json_cstr(&c->j, nwb_tel_severity_name(ev->u.diag.severity));
-    nwb__json_key(&c->j, "pairs");
-    nwb__json_arr_begin(&c->j);
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "severity");
+    nwb_json_cstr(&c->j, nwb_tel_severity_name(ev->u.diag.severity));
+    nwb_json_key(&c->j, "pairs");
+    nwb_json_arr_begin(&c->j);
     while (nwb_tel_diag_pair_next(&ev->u.diag, &pos, &kv)) {
-        nwb__json_arr_begin(&c->j);
-        nwb__json_str(&c->j, kv.key, kv.key_len);
-        nwb__json_str(&c->j, kv.value, kv.value_len);
-        nwb__json_arr_end(&c->j);
+        nwb_json_arr_begin(&c->j);
+        nwb_json_str(&c->j, kv.key, kv.key_len);
+        nwb_json_str(&c->j, kv.value, kv.value_len);
+        nwb_json_arr_end(&c->j);
     }
-    nwb__json_arr_end(&c->j);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_arr_end(&c->j);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
 }
 
 static void instant_fg(struct chrome *c, const nwb_tel_event_t *ev)
 {
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
-    nwb__json_cstr(&c->j, "frame graph");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
+    nwb_json_cstr(&c->j, "frame graph");
     common(c, "i", "frameGraph", CHROME_FRAMES_TID);
-    nwb__json_key(&c->j, "s");
-    nwb__json_cstr(&c->j, "p");
+    nwb_json_key(&c->j, "s");
+    nwb_json_cstr(&c->j, "p");
     ts(c, ev->timestamp_ns);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "frame");
-    nwb__json_u64(&c->j, ev->frame);
-    nwb__json_key(&c->j, "queues");
-    nwb__json_u64(&c->j, ev->u.fg.queue_count);
-    nwb__json_key(&c->j, "packets");
-    nwb__json_u64(&c->j, ev->u.fg.packet_count);
-    nwb__json_key(&c->j, "passes");
-    nwb__json_u64(&c->j, ev->u.fg.pass_count);
-    nwb__json_key(&c->j, "edges");
-    nwb__json_u64(&c->j, ev->u.fg.edge_count);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "frame");
+    nwb_json_u64(&c->j, ev->frame);
+    nwb_json_key(&c->j, "queues");
+    nwb_json_u64(&c->j, ev->u.fg.queue_count);
+    nwb_json_key(&c->j, "packets");
+    nwb_json_u64(&c->j, ev->u.fg.packet_count);
+    nwb_json_key(&c->j, "passes");
+    nwb_json_u64(&c->j, ev->u.fg.pass_count);
+    nwb_json_key(&c->j, "edges");
+    nwb_json_u64(&c->j, ev->u.fg.edge_count);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
 }
 
 static int on_event_write(void *ctx, const nwb_tel_event_t *ev, size_t offset)
@@ -310,21 +309,21 @@ static int on_event_write(void *ctx, const nwb_tel_event_t *ev, size_t offset)
 
 static void metadata(struct chrome *c, const char *what, uint64_t tid, const char *value)
 {
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
-    nwb__json_cstr(&c->j, what);
-    nwb__json_key(&c->j, "ph");
-    nwb__json_cstr(&c->j, "M");
-    nwb__json_key(&c->j, "pid");
-    nwb__json_u64(&c->j, CHROME_PID);
-    nwb__json_key(&c->j, "tid");
-    nwb__json_u64(&c->j, tid);
-    nwb__json_key(&c->j, "args");
-    nwb__json_obj_begin(&c->j);
-    nwb__json_key(&c->j, "name");
-    nwb__json_cstr(&c->j, value);
-    nwb__json_obj_end(&c->j);
-    nwb__json_obj_end(&c->j);
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
+    nwb_json_cstr(&c->j, what);
+    nwb_json_key(&c->j, "ph");
+    nwb_json_cstr(&c->j, "M");
+    nwb_json_key(&c->j, "pid");
+    nwb_json_u64(&c->j, CHROME_PID);
+    nwb_json_key(&c->j, "tid");
+    nwb_json_u64(&c->j, tid);
+    nwb_json_key(&c->j, "args");
+    nwb_json_obj_begin(&c->j);
+    nwb_json_key(&c->j, "name");
+    nwb_json_cstr(&c->j, value);
+    nwb_json_obj_end(&c->j);
+    nwb_json_obj_end(&c->j);
 }
 
 int nwb_tel_chrome_write(const uint8_t *stream, size_t len, const nwb_namesym_table_t *names,
@@ -333,35 +332,35 @@ int nwb_tel_chrome_write(const uint8_t *stream, size_t len, const nwb_namesym_ta
     const nwb_tel_visitor_t pass1 = {NULL, on_event_base};
     const nwb_tel_visitor_t pass2 = {NULL, on_event_write};
     nwb_tel_decode_result_t res;
-    nwb_tel_buf_t buf;
+    nwb_buf_t buf;
     struct chrome c;
     int err;
 
     memset(&c, 0, sizeof(c));
     c.names = names;
-    nwb_tel_buf_init(&buf, 1u << 20);
-    nwb_tel_buf_init(&c.scratch, 1u << 20);
+    nwb_buf_init(&buf, 1u << 20);
+    nwb_buf_init(&c.scratch, 1u << 20);
     nwb_tel_stream_decode(stream, len, 0, &pass1, &c, &res);
-    nwb__json_init(&c.j, &buf, out);
-    nwb__json_obj_begin(&c.j);
-    nwb__json_key(&c.j, "displayTimeUnit");
-    nwb__json_cstr(&c.j, "ms");
-    nwb__json_key(&c.j, "traceEvents");
-    nwb__json_arr_begin(&c.j);
+    nwb_json_init(&c.j, &buf, out);
+    nwb_json_obj_begin(&c.j);
+    nwb_json_key(&c.j, "displayTimeUnit");
+    nwb_json_cstr(&c.j, "ms");
+    nwb_json_key(&c.j, "traceEvents");
+    nwb_json_arr_begin(&c.j);
     metadata(&c, "process_name", CHROME_FRAMES_TID, "nwb telemetry");
     metadata(&c, "thread_name", CHROME_FRAMES_TID, "frames");
     nwb_tel_stream_decode(stream, len, 0, &pass2, &c, &res);
-    nwb__json_arr_end(&c.j);
-    nwb__json_obj_end(&c.j);
-    nwb__json_raw(&c.j, "\n", 1);
-    err = nwb__json_flush(&c.j);
+    nwb_json_arr_end(&c.j);
+    nwb_json_obj_end(&c.j);
+    nwb_json_space(&c.j, "\n", 1);
+    err = nwb_json_finish(&c.j);
     if (err == 0 && fflush(out) != 0) {
         err = -EIO;
     }
     if (res_out != NULL) {
         *res_out = res;
     }
-    nwb_tel_buf_cleanup(&buf);
-    nwb_tel_buf_cleanup(&c.scratch);
+    nwb_buf_cleanup(&buf);
+    nwb_buf_cleanup(&c.scratch);
     return err;
 }

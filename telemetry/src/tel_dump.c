@@ -12,24 +12,24 @@
 struct dump {
     FILE *out;
     const nwb_namesym_table_t *names;
-    nwb_tel_buf_t tmp;
+    nwb_buf_t tmp;
 };
 
 /* Write @p s as a JSON-escaped quoted string (names decoded for text). */
 static void quoted(struct dump *d, const char *s, size_t len, int decode)
 {
-    struct nwb__json j;
+    nwb_json_t j;
 
     d->tmp.len = 0;
-    nwb__json_init(&j, &d->tmp, NULL);
+    nwb_json_init(&j, &d->tmp, NULL);
     if (decode) {
-        nwb_tel_buf_t scratch;
+        nwb_buf_t scratch;
 
-        nwb_tel_buf_init(&scratch, 1u << 20);
+        nwb_buf_init(&scratch, 1u << 20);
         nwb__tel_json_text(&j, d->names, s, len, &scratch);
-        nwb_tel_buf_cleanup(&scratch);
+        nwb_buf_cleanup(&scratch);
     } else {
-        nwb__json_str(&j, s, len);
+        nwb_json_str(&j, s, len);
     }
     if (j.err == 0) {
         fwrite(d->tmp.data, 1, d->tmp.len, d->out);
@@ -130,7 +130,7 @@ int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *n
 
     d.out = out;
     d.names = names;
-    nwb_tel_buf_init(&d.tmp, 1u << 20);
+    nwb_buf_init(&d.tmp, 1u << 20);
     nwb_tel_stream_decode(stream, len, 0, &v, &d, &res);
     if (res.status == 0) {
         fprintf(out,
@@ -141,6 +141,6 @@ int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *n
                 nwb_err_name(res.status), res.error_offset, res.consumed, res.events,
                 res.reason != NULL ? res.reason : "");
     }
-    nwb_tel_buf_cleanup(&d.tmp);
+    nwb_buf_cleanup(&d.tmp);
     return res.status;
 }

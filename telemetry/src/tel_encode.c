@@ -15,7 +15,7 @@ size_t nwb_tel_header_size(size_t program_len, size_t run_len, size_t build_id_l
     return NWB_TEL_HEADER_FIXED + program_len + run_len + build_id_len;
 }
 
-int nwb_tel_encode_header(nwb_tel_buf_t *b, const nwb_tel_header_t *h)
+int nwb_tel_encode_header(nwb_buf_t *b, const nwb_tel_header_t *h)
 {
     size_t size;
     uint8_t *p;
@@ -26,7 +26,7 @@ int nwb_tel_encode_header(nwb_tel_buf_t *b, const nwb_tel_header_t *h)
         return NWB_ETOOBIG;
     }
     size = nwb_tel_header_size(h->program_len, h->run_len, h->build_id_len);
-    err = nwb_tel_buf_reserve(b, size);
+    err = nwb_buf_reserve(b, size);
     if (err != 0) {
         return err;
     }
@@ -59,7 +59,7 @@ int nwb_tel_encode_header(nwb_tel_buf_t *b, const nwb_tel_header_t *h)
 }
 
 /* Reserve an event of @p payload bytes and write its header; returns the payload pointer. */
-static uint8_t *event_begin(nwb_tel_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
+static uint8_t *event_begin(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
                             uint64_t frame, size_t payload, int *err)
 {
     uint8_t *p;
@@ -68,7 +68,7 @@ static uint8_t *event_begin(nwb_tel_buf_t *b, unsigned kind, unsigned version, u
         *err = NWB_ETOOBIG;
         return NULL;
     }
-    *err = nwb_tel_buf_reserve(b, NWB_TEL_EVENT_HEADER + payload);
+    *err = nwb_buf_reserve(b, NWB_TEL_EVENT_HEADER + payload);
     if (*err != 0) {
         return NULL;
     }
@@ -82,7 +82,7 @@ static uint8_t *event_begin(nwb_tel_buf_t *b, unsigned kind, unsigned version, u
 }
 
 /* Validate the payload just written and commit the event, or leave b->len untouched. */
-static int event_commit(nwb_tel_buf_t *b, unsigned kind, unsigned version, const uint8_t *payload,
+static int event_commit(nwb_buf_t *b, unsigned kind, unsigned version, const uint8_t *payload,
                         size_t size)
 {
     nwb_tel_event_t ev;
@@ -97,7 +97,7 @@ static int event_commit(nwb_tel_buf_t *b, unsigned kind, unsigned version, const
     return 0;
 }
 
-int nwb_tel_encode_text(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, unsigned level,
+int nwb_tel_encode_text(nwb_buf_t *b, uint64_t ts, uint64_t frame, unsigned level,
                         uint32_t thread, const char *msg, size_t len)
 {
     uint8_t *p;
@@ -123,7 +123,7 @@ int nwb_tel_encode_text(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, unsigned 
     return event_commit(b, NWB_TEL_KIND_TEXT_LOG, 1, p, NWB_TEL_TEXT_HEADER + len);
 }
 
-int nwb_tel_encode_diag(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, nwb_name_t code,
+int nwb_tel_encode_diag(nwb_buf_t *b, uint64_t ts, uint64_t frame, nwb_name_t code,
                         unsigned severity, const nwb_tel_kv_t *pairs, size_t n)
 {
     size_t size = NWB_TEL_DIAG_HEADER;
@@ -164,7 +164,7 @@ int nwb_tel_encode_diag(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, nwb_name_
     return event_commit(b, NWB_TEL_KIND_DIAGNOSTIC, 1, p, size);
 }
 
-int nwb_tel_encode_fg(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_fg_frame_t *fg)
+int nwb_tel_encode_fg(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_fg_frame_t *fg)
 {
     size_t size;
     uint8_t *p;
@@ -236,7 +236,7 @@ void nwb__tel_cpu_scopes_store(uint8_t *q, const nwb_tel_cpu_scope_t *s, uint32_
 
 /* Write a perf event; @p check 0 skips the decoder pass (the recorder's own, pre-checked
  * input only). */
-static int encode_perf(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+static int encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                        const nwb_tel_perf_frame_t *pf, int check)
 {
     size_t size;
@@ -282,19 +282,19 @@ static int encode_perf(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
     return event_commit(b, NWB_TEL_KIND_PERF_FRAME, 1, p, size);
 }
 
-int nwb_tel_encode_perf(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+int nwb_tel_encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                         const nwb_tel_perf_frame_t *pf)
 {
     return encode_perf(b, ts, frame, pf, 1);
 }
 
-int nwb__tel_encode_perf_trusted(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+int nwb__tel_encode_perf_trusted(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                                  const nwb_tel_perf_frame_t *pf)
 {
     return encode_perf(b, ts, frame, pf, 0);
 }
 
-int nwb_tel_encode_memory(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+int nwb_tel_encode_memory(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                           const nwb_tel_mem_record_t *recs, uint32_t n, uint64_t process_rss_bytes,
                           uint64_t sample_time_ns)
 {
@@ -365,7 +365,7 @@ int nwb_tel_encode_memory(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
     return event_commit(b, NWB_TEL_KIND_MEMORY_FRAME, NWB_TEL_MEM_VERSION, p, size);
 }
 
-int nwb_tel_encode_raw(nwb_tel_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
+int nwb_tel_encode_raw(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
                        uint64_t frame, const void *payload, size_t len)
 {
     uint8_t *p;

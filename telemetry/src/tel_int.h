@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "nwb/json.h"
 #include "nwb/namesym.h"
 #include "nwb/telemetry_format.h"
 
@@ -21,66 +22,26 @@ int nwb__tel_payload_validate(unsigned kind, unsigned version, const uint8_t *p,
  * end >= start and depth <= 255, and builds GPU windows from integers (finite, min <= max),
  * which is everything the perf check looks at. The recorder tests decode what it writes.
  */
-int nwb__tel_encode_perf_trusted(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+int nwb__tel_encode_perf_trusted(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                                  const nwb_tel_perf_frame_t *pf);
 
 /* Store @p n CPU scopes in wire form at @p q (n * 32 bytes). tel_encode.c. */
 void nwb__tel_cpu_scopes_store(uint8_t *q, const nwb_tel_cpu_scope_t *s, uint32_t n);
 
-/* ---- JSON writer (tel_json.c) ------------------------------------------------------------- */
-
-#define NWB__JSON_DEPTH_MAX 32
-
-/*
- * Appends JSON to a capped buffer; with @p out set, the buffer is written to the file whenever
- * it passes 64 KiB (streaming). Commas are inserted automatically. Errors are sticky: the first
- * one is kept in err and later calls do nothing. Strings are re-sanitised to valid UTF-8.
- */
-struct nwb__json {
-    nwb_tel_buf_t *buf; /* borrowed */
-    FILE *out;          /* borrowed, may be NULL */
-    int err;
-    int depth;
-    int after_key;
-    uint8_t has_item[NWB__JSON_DEPTH_MAX];
-};
-
-void nwb__json_init(struct nwb__json *j, nwb_tel_buf_t *buf, FILE *out);
-void nwb__json_obj_begin(struct nwb__json *j);
-void nwb__json_obj_end(struct nwb__json *j);
-void nwb__json_arr_begin(struct nwb__json *j);
-void nwb__json_arr_end(struct nwb__json *j);
-void nwb__json_key(struct nwb__json *j, const char *key);
-void nwb__json_str(struct nwb__json *j, const char *s, size_t len);
-void nwb__json_cstr(struct nwb__json *j, const char *s);
-void nwb__json_u64(struct nwb__json *j, uint64_t v);
-void nwb__json_i64(struct nwb__json *j, int64_t v);
-/* A number with @p decimals fixed decimals; non-finite values are written as 0. */
-void nwb__json_dbl(struct nwb__json *j, double v, int decimals);
-void nwb__json_null(struct nwb__json *j);
-void nwb__json_bool(struct nwb__json *j, int v);
-/* Raw bytes (a pre-formatted value, separators); the caller keeps the document valid. */
-void nwb__json_raw(struct nwb__json *j, const char *s, size_t len);
-/* Comma bookkeeping for a raw value written with nwb__json_raw(). */
-void nwb__json_value_sep(struct nwb__json *j);
-/* Write out what is buffered (streaming mode). Returns j->err. */
-int nwb__json_flush(struct nwb__json *j);
-
-/* Append @p len bytes as a JSON string body (no quotes), escaped and UTF-8 sanitised. */
-int nwb__json_escape_into(nwb_tel_buf_t *b, const char *s, size_t len);
+/* ---- JSON values of names and text (tel_json.c; the writer is nwb/json.h) ------------- */
 
 /*
  * Write name @p n as a JSON string: its string from @p names when found, else its token.
  * Text messages go through nwb__tel_text_decode() first.
  */
-void nwb__tel_json_name(struct nwb__json *j, const nwb_namesym_table_t *names, nwb_name_t n);
+void nwb__tel_json_name(nwb_json_t *j, const nwb_namesym_table_t *names, nwb_name_t n);
 
 /*
  * Decode name tokens in @p msg with @p names (NULL = copy) into @p scratch, and write the
  * result as a JSON string.
  */
-void nwb__tel_json_text(struct nwb__json *j, const nwb_namesym_table_t *names, const char *msg,
-                        size_t len, nwb_tel_buf_t *scratch);
+void nwb__tel_json_text(nwb_json_t *j, const nwb_namesym_table_t *names, const char *msg,
+                        size_t len, nwb_buf_t *scratch);
 
 /* ---- Log-linear histogram (tel_hist.c) ---------------------------------------------------- */
 

@@ -101,7 +101,7 @@ struct nwb_tel_recorder {
     nwb_tel_fg_counters_t fg_counters;
 
     /* encoded events waiting for the next flush; starts with room for the segment header */
-    nwb_tel_buf_t pending;
+    nwb_buf_t pending;
     uint64_t pending_events;
 
     /* scope registry: dense ids, open-addressing index of (name, type) -> id + 1 */

@@ -97,7 +97,7 @@ int nwb_tel_recorder_create(const nwb_tel_recorder_config_t *cfg, nwb_tel_record
     rec->start_mono_ns = cfg->start_mono_ns != 0 ? cfg->start_mono_ns : nwb_time_mono_ns();
     rec->header_size = nwb_tel_header_size(rec->program_len, rec->run_len, rec->build_id_len);
     rec->pending_bytes_max = cfg->pending_bytes_max + rec->header_size;
-    nwb_tel_buf_init(&rec->pending, rec->pending_bytes_max);
+    nwb_buf_init(&rec->pending, rec->pending_bytes_max);
     rec->builder.rec = rec;
     rec->view.rec = rec;
     err = nwb__tel_contrib_init(rec);
@@ -126,7 +126,7 @@ static void release_tables(nwb_tel_recorder_t *rec)
     rec->mem_out = NULL;
     rec->mem_out_cap = 0;
     nwb__tel_fg_tables_free(rec);
-    nwb_tel_buf_cleanup(&rec->pending);
+    nwb_buf_cleanup(&rec->pending);
     rec->pending_events = 0;
 }
 
@@ -186,7 +186,7 @@ static int pending_prepare(nwb_tel_recorder_t *rec)
     if (rec->pending.len != 0) {
         return 0;
     }
-    err = nwb_tel_buf_reserve(&rec->pending, rec->header_size);
+    err = nwb_buf_reserve(&rec->pending, rec->header_size);
     if (err != 0) {
         return err;
     }
@@ -423,7 +423,7 @@ int nwb_tel_event_record_raw(nwb_tel_recorder_t *rec, unsigned kind, unsigned ve
 
 int nwb_tel_flush_upload(nwb_tel_recorder_t *rec)
 {
-    nwb_tel_buf_t tmp;
+    nwb_buf_t tmp;
     nwb_tel_header_t h;
     nwb_tel_upload_t up;
     size_t hint;
@@ -477,7 +477,7 @@ int nwb_tel_flush_upload(nwb_tel_recorder_t *rec)
     rec->pending.len = 0;
     rec->pending.cap = 0;
     rec->pending_events = 0;
-    (void)nwb_tel_buf_reserve(&rec->pending, hint);
+    (void)nwb_buf_reserve(&rec->pending, hint);
     return err;
 }
 

@@ -786,46 +786,46 @@ static uint32_t *sorted(const struct rep *r, size_t n,
     return v;
 }
 
-static void write_status(struct nwb__json *j, const char *key, int status)
+static void write_status(nwb_json_t *j, const char *key, int status)
 {
-    nwb__json_key(j, key);
-    nwb__json_cstr(j, status == 0 ? "ok" : nwb_err_name(status));
+    nwb_json_key(j, key);
+    nwb_json_cstr(j, status == 0 ? "ok" : nwb_err_name(status));
 }
 
-static void write_run(struct nwb__json *j, const struct rep *r, const nwb_tel_decode_result_t *res)
+static void write_run(nwb_json_t *j, const struct rep *r, const nwb_tel_decode_result_t *res)
 {
-    nwb__json_key(j, "run");
-    nwb__json_obj_begin(j);
+    nwb_json_key(j, "run");
+    nwb_json_obj_begin(j);
     if (r->have_header) {
-        nwb__json_key(j, "program");
-        nwb__json_str(j, r->first.program, r->first.program_len);
-        nwb__json_key(j, "run");
-        nwb__json_str(j, r->first.run, r->first.run_len);
-        nwb__json_key(j, "buildId");
-        nwb__json_str(j, r->first.build_id, r->first.build_id_len);
-        nwb__json_key(j, "startWallNs");
-        nwb__json_u64(j, r->first.start_wall_ns);
+        nwb_json_key(j, "program");
+        nwb_json_str(j, r->first.program, r->first.program_len);
+        nwb_json_key(j, "run");
+        nwb_json_str(j, r->first.run, r->first.run_len);
+        nwb_json_key(j, "buildId");
+        nwb_json_str(j, r->first.build_id, r->first.build_id_len);
+        nwb_json_key(j, "startWallNs");
+        nwb_json_u64(j, r->first.start_wall_ns);
     } else {
-        nwb__json_key(j, "program");
-        nwb__json_null(j);
-        nwb__json_key(j, "run");
-        nwb__json_null(j);
-        nwb__json_key(j, "buildId");
-        nwb__json_null(j);
-        nwb__json_key(j, "startWallNs");
-        nwb__json_null(j);
+        nwb_json_key(j, "program");
+        nwb_json_null(j);
+        nwb_json_key(j, "run");
+        nwb_json_null(j);
+        nwb_json_key(j, "buildId");
+        nwb_json_null(j);
+        nwb_json_key(j, "startWallNs");
+        nwb_json_null(j);
     }
-    nwb__json_key(j, "streamVersion");
-    nwb__json_u64(j, res->max_version);
-    nwb__json_key(j, "segments");
-    nwb__json_u64(j, res->segments);
-    nwb__json_key(j, "headerMismatches");
-    nwb__json_u64(j, r->header_mismatches);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "streamVersion");
+    nwb_json_u64(j, res->max_version);
+    nwb_json_key(j, "segments");
+    nwb_json_u64(j, res->segments);
+    nwb_json_key(j, "headerMismatches");
+    nwb_json_u64(j, r->header_mismatches);
+    nwb_json_obj_end(j);
 }
 
-static void write_decode(struct nwb__json *j, const struct rep *r,
-                         const nwb_tel_decode_result_t *res, size_t len)
+static void write_decode(nwb_json_t *j, const struct rep *r, const nwb_tel_decode_result_t *res,
+                         size_t len)
 {
     uint64_t unique = r->segments - r->dup_segments - r->untracked_segments;
     uint64_t gaps = 0;
@@ -834,97 +834,97 @@ static void write_decode(struct nwb__json *j, const struct rep *r,
         r->seq_max - r->seq_min + 1 > unique) {
         gaps = r->seq_max - r->seq_min + 1 - unique;
     }
-    nwb__json_key(j, "decode");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "bytes");
-    nwb__json_u64(j, len);
-    nwb__json_key(j, "consumedBytes");
-    nwb__json_u64(j, res->consumed);
-    nwb__json_key(j, "events");
-    nwb__json_u64(j, res->events);
+    nwb_json_key(j, "decode");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "bytes");
+    nwb_json_u64(j, len);
+    nwb_json_key(j, "consumedBytes");
+    nwb_json_u64(j, res->consumed);
+    nwb_json_key(j, "events");
+    nwb_json_u64(j, res->events);
     write_status(j, "status", res->status);
-    nwb__json_key(j, "statusCode");
-    nwb__json_i64(j, res->status);
-    nwb__json_key(j, "errorOffset");
+    nwb_json_key(j, "statusCode");
+    nwb_json_i64(j, res->status);
+    nwb_json_key(j, "errorOffset");
     if (res->status != 0) {
-        nwb__json_u64(j, res->error_offset);
+        nwb_json_u64(j, res->error_offset);
     } else {
-        nwb__json_null(j);
+        nwb_json_null(j);
     }
-    nwb__json_key(j, "reason");
+    nwb_json_key(j, "reason");
     if (res->status != 0 && res->reason != NULL) {
-        nwb__json_cstr(j, res->reason);
+        nwb_json_cstr(j, res->reason);
     } else {
-        nwb__json_null(j);
+        nwb_json_null(j);
     }
-    nwb__json_key(j, "duplicateSegments");
-    nwb__json_u64(j, r->dup_segments);
-    nwb__json_key(j, "duplicateEvents");
-    nwb__json_u64(j, r->dup_events);
-    nwb__json_key(j, "seqGaps");
-    nwb__json_u64(j, gaps);
-    nwb__json_key(j, "clientDrops");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "events");
-    nwb__json_u64(j, r->drop_events);
-    nwb__json_key(j, "scopes");
-    nwb__json_u64(j, r->drop_scopes);
-    nwb__json_key(j, "uploads");
-    nwb__json_u64(j, r->drop_uploads);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "duplicateSegments");
+    nwb_json_u64(j, r->dup_segments);
+    nwb_json_key(j, "duplicateEvents");
+    nwb_json_u64(j, r->dup_events);
+    nwb_json_key(j, "seqGaps");
+    nwb_json_u64(j, gaps);
+    nwb_json_key(j, "clientDrops");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "events");
+    nwb_json_u64(j, r->drop_events);
+    nwb_json_key(j, "scopes");
+    nwb_json_u64(j, r->drop_scopes);
+    nwb_json_key(j, "uploads");
+    nwb_json_u64(j, r->drop_uploads);
+    nwb_json_obj_end(j);
     write_status(j, "reportStatus", r->err);
-    nwb__json_obj_end(j);
+    nwb_json_obj_end(j);
 }
 
-static void write_uploads(struct nwb__json *j, const nwb_tel_ingest_summary_t *in)
+static void write_uploads(nwb_json_t *j, const nwb_tel_ingest_summary_t *in)
 {
-    nwb__json_key(j, "uploads");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "log");
-    nwb__json_bool(j, in != NULL && in->present);
-    nwb__json_key(j, "accepted");
-    nwb__json_u64(j, in != NULL ? in->accepted : 0);
-    nwb__json_key(j, "duplicates");
-    nwb__json_u64(j, in != NULL ? in->duplicates : 0);
-    nwb__json_key(j, "rejected");
-    nwb__json_u64(j, in != NULL ? in->rejected : 0);
-    nwb__json_key(j, "recentRejections");
-    nwb__json_arr_begin(j);
+    nwb_json_key(j, "uploads");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "log");
+    nwb_json_bool(j, in != NULL && in->present);
+    nwb_json_key(j, "accepted");
+    nwb_json_u64(j, in != NULL ? in->accepted : 0);
+    nwb_json_key(j, "duplicates");
+    nwb_json_u64(j, in != NULL ? in->duplicates : 0);
+    nwb_json_key(j, "rejected");
+    nwb_json_u64(j, in != NULL ? in->rejected : 0);
+    nwb_json_key(j, "recentRejections");
+    nwb_json_arr_begin(j);
     for (unsigned i = 0; in != NULL && i < in->recent_count; i++) {
         const nwb_tel_rejection_t *x = &in->recent[i];
 
-        nwb__json_obj_begin(j);
-        nwb__json_key(j, "seq");
-        nwb__json_u64(j, x->seq);
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "seq");
+        nwb_json_u64(j, x->seq);
         write_status(j, "status", x->status);
-        nwb__json_key(j, "offset");
-        nwb__json_u64(j, x->offset);
-        nwb__json_key(j, "bytes");
-        nwb__json_u64(j, x->bytes);
-        nwb__json_key(j, "timeNs");
-        nwb__json_u64(j, x->time_ns);
-        nwb__json_key(j, "reason");
-        nwb__json_cstr(j, x->reason);
-        nwb__json_obj_end(j);
+        nwb_json_key(j, "offset");
+        nwb_json_u64(j, x->offset);
+        nwb_json_key(j, "bytes");
+        nwb_json_u64(j, x->bytes);
+        nwb_json_key(j, "timeNs");
+        nwb_json_u64(j, x->time_ns);
+        nwb_json_key(j, "reason");
+        nwb_json_cstr(j, x->reason);
+        nwb_json_obj_end(j);
     }
-    nwb__json_arr_end(j);
-    nwb__json_obj_end(j);
+    nwb_json_arr_end(j);
+    nwb_json_obj_end(j);
 }
 
-static void write_events(struct nwb__json *j, const struct rep *r)
+static void write_events(nwb_json_t *j, const struct rep *r)
 {
-    nwb__json_key(j, "events");
-    nwb__json_obj_begin(j);
+    nwb_json_key(j, "events");
+    nwb_json_obj_begin(j);
     for (unsigned k = 1; k <= NWB_TEL_KIND_LAST; k++) {
-        nwb__json_key(j, nwb_tel_kind_name(k));
-        nwb__json_u64(j, r->by_kind[k]);
+        nwb_json_key(j, nwb_tel_kind_name(k));
+        nwb_json_u64(j, r->by_kind[k]);
     }
-    nwb__json_key(j, "unknown");
-    nwb__json_u64(j, r->unknown);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "unknown");
+    nwb_json_u64(j, r->unknown);
+    nwb_json_obj_end(j);
 }
 
-static void write_frames(struct nwb__json *j, struct rep *r, nwb_tel_buf_t *scratch)
+static void write_frames(nwb_json_t *j, struct rep *r, nwb_buf_t *scratch)
 {
     static const double pct[4] = {50, 90, 95, 99};
     static const char *const keys[4] = {"p50Ms", "p90Ms", "p95Ms", "p99Ms"};
@@ -932,120 +932,120 @@ static void write_frames(struct nwb__json *j, struct rep *r, nwb_tel_buf_t *scra
     if (r->ndurs > 1) {
         qsort(r->durs, r->ndurs, sizeof(*r->durs), cmp_u64);
     }
-    nwb__json_key(j, "frames");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "count");
-    nwb__json_u64(j, r->frames);
-    nwb__json_key(j, "meanMs");
-    nwb__json_dbl(j, r->frames ? ms(r->frame_sum_ns) / (double)r->frames : 0.0, 6);
+    nwb_json_key(j, "frames");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "count");
+    nwb_json_u64(j, r->frames);
+    nwb_json_key(j, "meanMs");
+    nwb_json_dbl(j, r->frames ? ms(r->frame_sum_ns) / (double)r->frames : 0.0, 6);
     for (unsigned i = 0; i < 4; i++) {
-        nwb__json_key(j, keys[i]);
-        nwb__json_dbl(j, ms(nearest_rank(r->durs, r->ndurs, pct[i])), 6);
+        nwb_json_key(j, keys[i]);
+        nwb_json_dbl(j, ms(nearest_rank(r->durs, r->ndurs, pct[i])), 6);
     }
-    nwb__json_key(j, "maxMs");
-    nwb__json_dbl(j, ms(r->frame_max_ns), 6);
-    nwb__json_key(j, "percentileMethod");
-    nwb__json_cstr(j, "nearest-rank over the exact frame durations: the smallest duration with "
-                      "at least p% of frames at or below it");
-    nwb__json_key(j, "percentileFrames");
-    nwb__json_u64(j, r->ndurs);
-    nwb__json_key(j, "worst");
-    nwb__json_arr_begin(j);
+    nwb_json_key(j, "maxMs");
+    nwb_json_dbl(j, ms(r->frame_max_ns), 6);
+    nwb_json_key(j, "percentileMethod");
+    nwb_json_cstr(j, "nearest-rank over the exact frame durations: the smallest duration with "
+                     "at least p% of frames at or below it");
+    nwb_json_key(j, "percentileFrames");
+    nwb_json_u64(j, r->ndurs);
+    nwb_json_key(j, "worst");
+    nwb_json_arr_begin(j);
     for (unsigned i = 0; i < r->nworst; i++) {
         const struct worst *w = &r->worst[i];
 
-        nwb__json_obj_begin(j);
-        nwb__json_key(j, "frame");
-        nwb__json_u64(j, w->frame);
-        nwb__json_key(j, "ms");
-        nwb__json_dbl(j, ms(w->dur_ns), 6);
-        nwb__json_key(j, "timestampNs");
-        nwb__json_u64(j, w->ts);
-        nwb__json_key(j, "topScopes");
-        nwb__json_arr_begin(j);
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "frame");
+        nwb_json_u64(j, w->frame);
+        nwb_json_key(j, "ms");
+        nwb_json_dbl(j, ms(w->dur_ns), 6);
+        nwb_json_key(j, "timestampNs");
+        nwb_json_u64(j, w->ts);
+        nwb_json_key(j, "topScopes");
+        nwb_json_arr_begin(j);
         for (uint32_t k = 0; k < w->ntop; k++) {
-            nwb__json_obj_begin(j);
-            nwb__json_key(j, "name");
+            nwb_json_obj_begin(j);
+            nwb_json_key(j, "name");
             nwb__tel_json_name(j, r->opt->names, w->top[k].name);
-            nwb__json_key(j, "thread");
-            nwb__json_u64(j, w->top[k].thread);
-            nwb__json_key(j, "depth");
-            nwb__json_u64(j, w->top[k].depth);
-            nwb__json_key(j, "ms");
-            nwb__json_dbl(j, ms(w->top[k].end_ns - w->top[k].start_ns), 6);
-            nwb__json_obj_end(j);
+            nwb_json_key(j, "thread");
+            nwb_json_u64(j, w->top[k].thread);
+            nwb_json_key(j, "depth");
+            nwb_json_u64(j, w->top[k].depth);
+            nwb_json_key(j, "ms");
+            nwb_json_dbl(j, ms(w->top[k].end_ns - w->top[k].start_ns), 6);
+            nwb_json_obj_end(j);
         }
-        nwb__json_arr_end(j);
-        nwb__json_key(j, "logs");
-        nwb__json_arr_begin(j);
+        nwb_json_arr_end(j);
+        nwb_json_key(j, "logs");
+        nwb_json_arr_begin(j);
         for (uint32_t k = 0; k < w->nlogs; k++) {
-            nwb__json_obj_begin(j);
-            nwb__json_key(j, "level");
-            nwb__json_cstr(j, nwb_log_level_name(w->logs[k].level));
-            nwb__json_key(j, "thread");
-            nwb__json_u64(j, w->logs[k].thread);
-            nwb__json_key(j, "message");
+            nwb_json_obj_begin(j);
+            nwb_json_key(j, "level");
+            nwb_json_cstr(j, nwb_log_level_name(w->logs[k].level));
+            nwb_json_key(j, "thread");
+            nwb_json_u64(j, w->logs[k].thread);
+            nwb_json_key(j, "message");
             nwb__tel_json_text(j, r->opt->names, w->logs[k].msg, w->logs[k].len, scratch);
-            nwb__json_obj_end(j);
+            nwb_json_obj_end(j);
         }
-        nwb__json_arr_end(j);
-        nwb__json_key(j, "moreLogs");
-        nwb__json_u64(j, w->more_logs);
-        nwb__json_obj_end(j);
+        nwb_json_arr_end(j);
+        nwb_json_key(j, "moreLogs");
+        nwb_json_u64(j, w->more_logs);
+        nwb_json_obj_end(j);
     }
-    nwb__json_arr_end(j);
-    nwb__json_obj_end(j);
+    nwb_json_arr_end(j);
+    nwb_json_obj_end(j);
 }
 
-static void write_scope(struct nwb__json *j, const struct rep *r, const struct scope_acc *a)
+static void write_scope(nwb_json_t *j, const struct rep *r, const struct scope_acc *a)
 {
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "name");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "name");
     nwb__tel_json_name(j, r->opt->names, a->name);
-    nwb__json_key(j, "samples");
-    nwb__json_u64(j, a->samples);
+    nwb_json_key(j, "samples");
+    nwb_json_u64(j, a->samples);
     if (!a->gpu) {
-        nwb__json_key(j, "totalMs");
-        nwb__json_dbl(j, ms(a->total_ns), 6);
-        nwb__json_key(j, "minMs");
-        nwb__json_dbl(j, ms(a->samples ? a->min_ns : 0), 6);
-        nwb__json_key(j, "maxMs");
-        nwb__json_dbl(j, ms(a->max_ns), 6);
-        nwb__json_key(j, "meanMs");
-        nwb__json_dbl(j, a->samples ? ms(a->total_ns) / (double)a->samples : 0.0, 6);
+        nwb_json_key(j, "totalMs");
+        nwb_json_dbl(j, ms(a->total_ns), 6);
+        nwb_json_key(j, "minMs");
+        nwb_json_dbl(j, ms(a->samples ? a->min_ns : 0), 6);
+        nwb_json_key(j, "maxMs");
+        nwb_json_dbl(j, ms(a->max_ns), 6);
+        nwb_json_key(j, "meanMs");
+        nwb_json_dbl(j, a->samples ? ms(a->total_ns) / (double)a->samples : 0.0, 6);
     } else {
-        nwb__json_key(j, "totalMs");
-        nwb__json_dbl(j, a->total_ms, 6);
-        nwb__json_key(j, "minMs");
-        nwb__json_dbl(j, a->min_ms, 6);
-        nwb__json_key(j, "maxMs");
-        nwb__json_dbl(j, a->max_ms, 6);
-        nwb__json_key(j, "meanMs");
-        nwb__json_dbl(j, a->samples ? a->total_ms / (double)a->samples : 0.0, 6);
+        nwb_json_key(j, "totalMs");
+        nwb_json_dbl(j, a->total_ms, 6);
+        nwb_json_key(j, "minMs");
+        nwb_json_dbl(j, a->min_ms, 6);
+        nwb_json_key(j, "maxMs");
+        nwb_json_dbl(j, a->max_ms, 6);
+        nwb_json_key(j, "meanMs");
+        nwb_json_dbl(j, a->samples ? a->total_ms / (double)a->samples : 0.0, 6);
     }
-    nwb__json_key(j, "p95Ms");
-    nwb__json_dbl(j, ms(nwb__hist_quantile(&a->hist, 0.95)), 6);
-    nwb__json_key(j, "firstSourceFrame");
-    nwb__json_u64(j, a->first_frame);
-    nwb__json_key(j, "lastSourceFrame");
-    nwb__json_u64(j, a->last_frame);
+    nwb_json_key(j, "p95Ms");
+    nwb_json_dbl(j, ms(nwb__hist_quantile(&a->hist, 0.95)), 6);
+    nwb_json_key(j, "firstSourceFrame");
+    nwb_json_u64(j, a->first_frame);
+    nwb_json_key(j, "lastSourceFrame");
+    nwb_json_u64(j, a->last_frame);
     if (a->gpu) {
-        nwb__json_key(j, "windows");
-        nwb__json_u64(j, a->windows);
-        nwb__json_key(j, "publishedWindows");
-        nwb__json_u64(j, a->published_windows);
-        nwb__json_key(j, "reportedGpuSamples");
-        nwb__json_u64(j, a->reported_samples);
-        nwb__json_key(j, "reportedTotalMs");
-        nwb__json_dbl(j, a->reported_total_ms, 6);
-        nwb__json_key(j, "sampleAvgMs");
-        nwb__json_dbl(
+        nwb_json_key(j, "windows");
+        nwb_json_u64(j, a->windows);
+        nwb_json_key(j, "publishedWindows");
+        nwb_json_u64(j, a->published_windows);
+        nwb_json_key(j, "reportedGpuSamples");
+        nwb_json_u64(j, a->reported_samples);
+        nwb_json_key(j, "reportedTotalMs");
+        nwb_json_dbl(j, a->reported_total_ms, 6);
+        nwb_json_key(j, "sampleAvgMs");
+        nwb_json_dbl(
             j, a->reported_samples ? a->reported_total_ms / (double)a->reported_samples : 0.0, 6);
     }
-    nwb__json_obj_end(j);
+    nwb_json_obj_end(j);
 }
 
-static int write_scopes(struct nwb__json *j, const struct rep *r)
+static int write_scopes(nwb_json_t *j, const struct rep *r)
 {
     const size_t n = r->scope_ix.count;
     uint32_t *ord = sorted(r, n, rcmp_scope);
@@ -1053,63 +1053,63 @@ static int write_scopes(struct nwb__json *j, const struct rep *r)
     if (ord == NULL) {
         return -ENOMEM;
     }
-    nwb__json_key(j, "scopes");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "p95Method");
-    nwb__json_cstr(j, "nearest-rank over a log-linear histogram with 32 sub-buckets per power of "
-                      "two (bucket upper bound, at most 1/32 above the exact value); GPU scopes "
-                      "rank their publication-window averages");
+    nwb_json_key(j, "scopes");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "p95Method");
+    nwb_json_cstr(j, "nearest-rank over a log-linear histogram with 32 sub-buckets per power of "
+                     "two (bucket upper bound, at most 1/32 above the exact value); GPU scopes "
+                     "rank their publication-window averages");
     for (int gpu = 0; gpu < 2; gpu++) {
-        nwb__json_key(j, gpu ? "gpu" : "cpu");
-        nwb__json_arr_begin(j);
+        nwb_json_key(j, gpu ? "gpu" : "cpu");
+        nwb_json_arr_begin(j);
         for (size_t i = 0; i < n; i++) {
             if (r->scopes[ord[i]].gpu == gpu) {
                 write_scope(j, r, &r->scopes[ord[i]]);
             }
         }
-        nwb__json_arr_end(j);
+        nwb_json_arr_end(j);
     }
-    nwb__json_key(j, "omittedSamples");
-    nwb__json_u64(j, r->scopes_omitted);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "omittedSamples");
+    nwb_json_u64(j, r->scopes_omitted);
+    nwb_json_obj_end(j);
     nwb_free(ord);
     return 0;
 }
 
-static void write_mem_entry(struct nwb__json *j, const struct rep *r, const struct mem_acc *m)
+static void write_mem_entry(nwb_json_t *j, const struct rep *r, const struct mem_acc *m)
 {
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "name");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "name");
     nwb__tel_json_name(j, r->opt->names, m->name);
-    nwb__json_key(j, "source");
-    nwb__json_cstr(j, nwb_tel_mem_source_name(m->source));
-    nwb__json_key(j, "reservedBytes");
-    nwb__json_u64(j, m->reserved);
-    nwb__json_key(j, "usedBytes");
-    nwb__json_u64(j, m->used);
-    nwb__json_key(j, "peakBytes");
-    nwb__json_u64(j, m->peak);
-    nwb__json_key(j, "firstUsedBytes");
-    nwb__json_u64(j, m->first_used);
-    nwb__json_key(j, "growthBytes");
-    nwb__json_i64(j, m->used >= m->first_used ? (int64_t)(m->used - m->first_used)
-                                              : -(int64_t)(m->first_used - m->used));
-    nwb__json_key(j, "allocations");
-    nwb__json_u64(j, m->allocs);
-    nwb__json_key(j, "frees");
-    nwb__json_u64(j, m->frees);
-    nwb__json_key(j, "peakBasis");
-    nwb__json_cstr(j, nwb_tel_peak_basis_name(m->basis));
-    nwb__json_key(j, "samples");
-    nwb__json_u64(j, m->samples);
-    nwb__json_key(j, "firstFrame");
-    nwb__json_u64(j, m->first_frame);
-    nwb__json_key(j, "lastFrame");
-    nwb__json_u64(j, m->last_frame);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "source");
+    nwb_json_cstr(j, nwb_tel_mem_source_name(m->source));
+    nwb_json_key(j, "reservedBytes");
+    nwb_json_u64(j, m->reserved);
+    nwb_json_key(j, "usedBytes");
+    nwb_json_u64(j, m->used);
+    nwb_json_key(j, "peakBytes");
+    nwb_json_u64(j, m->peak);
+    nwb_json_key(j, "firstUsedBytes");
+    nwb_json_u64(j, m->first_used);
+    nwb_json_key(j, "growthBytes");
+    nwb_json_i64(j, m->used >= m->first_used ? (int64_t)(m->used - m->first_used)
+                                             : -(int64_t)(m->first_used - m->used));
+    nwb_json_key(j, "allocations");
+    nwb_json_u64(j, m->allocs);
+    nwb_json_key(j, "frees");
+    nwb_json_u64(j, m->frees);
+    nwb_json_key(j, "peakBasis");
+    nwb_json_cstr(j, nwb_tel_peak_basis_name(m->basis));
+    nwb_json_key(j, "samples");
+    nwb_json_u64(j, m->samples);
+    nwb_json_key(j, "firstFrame");
+    nwb_json_u64(j, m->first_frame);
+    nwb_json_key(j, "lastFrame");
+    nwb_json_u64(j, m->last_frame);
+    nwb_json_obj_end(j);
 }
 
-static int write_memory(struct nwb__json *j, const struct rep *r)
+static int write_memory(nwb_json_t *j, const struct rep *r)
 {
     static const char *const keys[3] = {"arenas", "heapBacking", "explicitScopes"};
     const size_t n = r->mem_ix.count;
@@ -1118,50 +1118,50 @@ static int write_memory(struct nwb__json *j, const struct rep *r)
     if (ord == NULL) {
         return -ENOMEM;
     }
-    nwb__json_key(j, "memory");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "frames");
-    nwb__json_u64(j, r->mem_frames);
+    nwb_json_key(j, "memory");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "frames");
+    nwb_json_u64(j, r->mem_frames);
     for (unsigned src = 0; src < 3; src++) {
-        nwb__json_key(j, keys[src]);
-        nwb__json_arr_begin(j);
+        nwb_json_key(j, keys[src]);
+        nwb_json_arr_begin(j);
         for (size_t i = 0; i < n; i++) {
             if (r->mem[ord[i]].source == src) {
                 write_mem_entry(j, r, &r->mem[ord[i]]);
             }
         }
-        nwb__json_arr_end(j);
+        nwb_json_arr_end(j);
     }
-    nwb__json_key(j, "arenaTotals");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "firstUsedBytes");
-    nwb__json_u64(j, r->arena_used_first);
-    nwb__json_key(j, "lastUsedBytes");
-    nwb__json_u64(j, r->arena_used_last);
-    nwb__json_key(j, "maxUsedBytes");
-    nwb__json_u64(j, r->arena_used_max);
-    nwb__json_key(j, "growthBytes");
-    nwb__json_i64(j, r->arena_used_last >= r->arena_used_first
-                         ? (int64_t)(r->arena_used_last - r->arena_used_first)
-                         : -(int64_t)(r->arena_used_first - r->arena_used_last));
-    nwb__json_obj_end(j);
-    nwb__json_key(j, "heapBackingTotals");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "firstUsedBytes");
-    nwb__json_u64(j, r->heap_used_first);
-    nwb__json_key(j, "lastUsedBytes");
-    nwb__json_u64(j, r->heap_used_last);
-    nwb__json_key(j, "maxUsedBytes");
-    nwb__json_u64(j, r->heap_used_max);
-    nwb__json_obj_end(j);
-    nwb__json_key(j, "omittedRecords");
-    nwb__json_u64(j, r->mem_omitted);
-    nwb__json_obj_end(j);
+    nwb_json_key(j, "arenaTotals");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "firstUsedBytes");
+    nwb_json_u64(j, r->arena_used_first);
+    nwb_json_key(j, "lastUsedBytes");
+    nwb_json_u64(j, r->arena_used_last);
+    nwb_json_key(j, "maxUsedBytes");
+    nwb_json_u64(j, r->arena_used_max);
+    nwb_json_key(j, "growthBytes");
+    nwb_json_i64(j, r->arena_used_last >= r->arena_used_first
+                        ? (int64_t)(r->arena_used_last - r->arena_used_first)
+                        : -(int64_t)(r->arena_used_first - r->arena_used_last));
+    nwb_json_obj_end(j);
+    nwb_json_key(j, "heapBackingTotals");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "firstUsedBytes");
+    nwb_json_u64(j, r->heap_used_first);
+    nwb_json_key(j, "lastUsedBytes");
+    nwb_json_u64(j, r->heap_used_last);
+    nwb_json_key(j, "maxUsedBytes");
+    nwb_json_u64(j, r->heap_used_max);
+    nwb_json_obj_end(j);
+    nwb_json_key(j, "omittedRecords");
+    nwb_json_u64(j, r->mem_omitted);
+    nwb_json_obj_end(j);
     nwb_free(ord);
     return 0;
 }
 
-static int write_fg(struct nwb__json *j, const struct rep *r)
+static int write_fg(nwb_json_t *j, const struct rep *r)
 {
     const size_t n = r->pass_ix.count;
     uint32_t *ord = sorted(r, n, rcmp_pass);
@@ -1169,125 +1169,125 @@ static int write_fg(struct nwb__json *j, const struct rep *r)
     if (ord == NULL) {
         return -ENOMEM;
     }
-    nwb__json_key(j, "frameGraph");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "frames");
-    nwb__json_u64(j, r->fg_frames);
-    nwb__json_key(j, "totals");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "passes");
-    nwb__json_u64(j, r->fg_passes);
-    nwb__json_key(j, "packets");
-    nwb__json_u64(j, r->fg_packets);
-    nwb__json_key(j, "barriers");
-    nwb__json_u64(j, r->fg_barriers);
-    nwb__json_key(j, "waits");
-    nwb__json_u64(j, r->fg_waits);
-    nwb__json_key(j, "signals");
-    nwb__json_u64(j, r->fg_signals);
-    nwb__json_key(j, "edges");
-    nwb__json_u64(j, r->fg_edges);
-    nwb__json_key(j, "emittedWaits");
-    nwb__json_u64(j, r->fg_emitted);
-    nwb__json_key(j, "sameQueueElisions");
-    nwb__json_u64(j, r->fg_same_queue);
-    nwb__json_key(j, "duplicateMerges");
-    nwb__json_u64(j, r->fg_dup_merges);
-    nwb__json_key(j, "inheritedElisions");
-    nwb__json_u64(j, r->fg_inherited);
-    nwb__json_obj_end(j);
-    nwb__json_key(j, "queues");
-    nwb__json_arr_begin(j);
+    nwb_json_key(j, "frameGraph");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "frames");
+    nwb_json_u64(j, r->fg_frames);
+    nwb_json_key(j, "totals");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "passes");
+    nwb_json_u64(j, r->fg_passes);
+    nwb_json_key(j, "packets");
+    nwb_json_u64(j, r->fg_packets);
+    nwb_json_key(j, "barriers");
+    nwb_json_u64(j, r->fg_barriers);
+    nwb_json_key(j, "waits");
+    nwb_json_u64(j, r->fg_waits);
+    nwb_json_key(j, "signals");
+    nwb_json_u64(j, r->fg_signals);
+    nwb_json_key(j, "edges");
+    nwb_json_u64(j, r->fg_edges);
+    nwb_json_key(j, "emittedWaits");
+    nwb_json_u64(j, r->fg_emitted);
+    nwb_json_key(j, "sameQueueElisions");
+    nwb_json_u64(j, r->fg_same_queue);
+    nwb_json_key(j, "duplicateMerges");
+    nwb_json_u64(j, r->fg_dup_merges);
+    nwb_json_key(j, "inheritedElisions");
+    nwb_json_u64(j, r->fg_inherited);
+    nwb_json_obj_end(j);
+    nwb_json_key(j, "queues");
+    nwb_json_arr_begin(j);
     for (uint32_t i = 0; i < r->queue_ix.count; i++) {
         const struct queue_acc *q = &r->queues[i];
 
-        nwb__json_obj_begin(j);
-        nwb__json_key(j, "name");
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "name");
         nwb__tel_json_name(j, r->opt->names, q->name);
-        nwb__json_key(j, "type");
-        nwb__json_cstr(j, nwb_tel_queue_type_name(q->type));
-        nwb__json_key(j, "frames");
-        nwb__json_u64(j, q->frames);
-        nwb__json_key(j, "packets");
-        nwb__json_u64(j, q->packets);
-        nwb__json_key(j, "passes");
-        nwb__json_u64(j, q->passes);
-        nwb__json_key(j, "waits");
-        nwb__json_u64(j, q->waits);
-        nwb__json_key(j, "signals");
-        nwb__json_u64(j, q->signals);
-        nwb__json_obj_end(j);
+        nwb_json_key(j, "type");
+        nwb_json_cstr(j, nwb_tel_queue_type_name(q->type));
+        nwb_json_key(j, "frames");
+        nwb_json_u64(j, q->frames);
+        nwb_json_key(j, "packets");
+        nwb_json_u64(j, q->packets);
+        nwb_json_key(j, "passes");
+        nwb_json_u64(j, q->passes);
+        nwb_json_key(j, "waits");
+        nwb_json_u64(j, q->waits);
+        nwb_json_key(j, "signals");
+        nwb_json_u64(j, q->signals);
+        nwb_json_obj_end(j);
     }
-    nwb__json_arr_end(j);
-    nwb__json_key(j, "passes");
-    nwb__json_arr_begin(j);
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "passes");
+    nwb_json_arr_begin(j);
     for (size_t i = 0; i < n; i++) {
         const struct pass_acc *p = &r->passes[ord[i]];
 
-        nwb__json_obj_begin(j);
-        nwb__json_key(j, "name");
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "name");
         nwb__tel_json_name(j, r->opt->names, p->name);
-        nwb__json_key(j, "queue");
+        nwb_json_key(j, "queue");
         nwb__tel_json_name(j, r->opt->names, p->queue);
-        nwb__json_key(j, "frames");
-        nwb__json_u64(j, p->frames);
-        nwb__json_key(j, "barriers");
-        nwb__json_u64(j, p->barriers);
-        nwb__json_obj_end(j);
+        nwb_json_key(j, "frames");
+        nwb_json_u64(j, p->frames);
+        nwb_json_key(j, "barriers");
+        nwb_json_u64(j, p->barriers);
+        nwb_json_obj_end(j);
     }
-    nwb__json_arr_end(j);
-    nwb__json_key(j, "omitted");
-    nwb__json_u64(j, r->fg_omitted);
-    nwb__json_obj_end(j);
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "omitted");
+    nwb_json_u64(j, r->fg_omitted);
+    nwb_json_obj_end(j);
     nwb_free(ord);
     return 0;
 }
 
-static void write_diags(struct nwb__json *j, const struct rep *r)
+static void write_diags(nwb_json_t *j, const struct rep *r)
 {
-    nwb__json_key(j, "diagnostics");
-    nwb__json_obj_begin(j);
-    nwb__json_key(j, "count");
-    nwb__json_u64(j, r->diags);
-    nwb__json_key(j, "bySeverity");
-    nwb__json_obj_begin(j);
+    nwb_json_key(j, "diagnostics");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "count");
+    nwb_json_u64(j, r->diags);
+    nwb_json_key(j, "bySeverity");
+    nwb_json_obj_begin(j);
     for (unsigned s = 0; s < 4; s++) {
-        nwb__json_key(j, nwb_tel_severity_name(s));
-        nwb__json_u64(j, r->diag_by_sev[s]);
+        nwb_json_key(j, nwb_tel_severity_name(s));
+        nwb_json_u64(j, r->diag_by_sev[s]);
     }
-    nwb__json_obj_end(j);
-    nwb__json_key(j, "listed");
-    nwb__json_arr_begin(j);
+    nwb_json_obj_end(j);
+    nwb_json_key(j, "listed");
+    nwb_json_arr_begin(j);
     for (unsigned i = 0; i < r->ndiag; i++) {
         const struct diag_ref *d = &r->diag_list[i];
         nwb_tel_kv_t kv;
         size_t pos = 0;
 
-        nwb__json_obj_begin(j);
-        nwb__json_key(j, "frame");
-        nwb__json_u64(j, d->frame);
-        nwb__json_key(j, "timestampNs");
-        nwb__json_u64(j, d->ts);
-        nwb__json_key(j, "code");
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "frame");
+        nwb_json_u64(j, d->frame);
+        nwb_json_key(j, "timestampNs");
+        nwb_json_u64(j, d->ts);
+        nwb_json_key(j, "code");
         nwb__tel_json_name(j, r->opt->names, d->v.code);
-        nwb__json_key(j, "severity");
-        nwb__json_cstr(j, nwb_tel_severity_name(d->v.severity));
-        nwb__json_key(j, "pairs");
+        nwb_json_key(j, "severity");
+        nwb_json_cstr(j, nwb_tel_severity_name(d->v.severity));
+        nwb_json_key(j, "pairs");
         /* An array of pairs, not an object: keys may repeat. */
-        nwb__json_arr_begin(j);
+        nwb_json_arr_begin(j);
         while (nwb_tel_diag_pair_next(&d->v, &pos, &kv)) {
-            nwb__json_arr_begin(j);
-            nwb__json_str(j, kv.key, kv.key_len);
-            nwb__json_str(j, kv.value, kv.value_len);
-            nwb__json_arr_end(j);
+            nwb_json_arr_begin(j);
+            nwb_json_str(j, kv.key, kv.key_len);
+            nwb_json_str(j, kv.value, kv.value_len);
+            nwb_json_arr_end(j);
         }
-        nwb__json_arr_end(j);
-        nwb__json_obj_end(j);
+        nwb_json_arr_end(j);
+        nwb_json_obj_end(j);
     }
-    nwb__json_arr_end(j);
-    nwb__json_key(j, "omitted");
-    nwb__json_u64(j, r->diags - r->ndiag);
-    nwb__json_obj_end(j);
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "omitted");
+    nwb_json_u64(j, r->diags - r->ndiag);
+    nwb_json_obj_end(j);
 }
 
 static void rep_cleanup(struct rep *r)
@@ -1309,14 +1309,14 @@ static void rep_cleanup(struct rep *r)
 }
 
 int nwb_tel_report_build(const uint8_t *stream, size_t len, const nwb_tel_report_options_t *opt,
-                         nwb_tel_buf_t *out, nwb_tel_decode_result_t *res_out)
+                         nwb_buf_t *out, nwb_tel_decode_result_t *res_out)
 {
     static const nwb_tel_report_options_t defaults = NWB_TEL_REPORT_OPTIONS_INIT;
     const nwb_tel_visitor_t v1 = {on_segment, on_event};
     nwb_tel_decode_result_t res;
     nwb_tel_decode_result_t res2;
-    nwb_tel_buf_t scratch;
-    struct nwb__json j;
+    nwb_buf_t scratch;
+    nwb_json_t j;
     struct rep *r;
     const size_t start = out->len;
     int err;
@@ -1345,11 +1345,11 @@ int nwb_tel_report_build(const uint8_t *stream, size_t len, const nwb_tel_report
         nwb_tel_stream_decode(stream, len, 0, &v1, r, &res2);
     }
     out->max = opt->json_max != 0 ? opt->json_max : NWB_TEL_REPORT_JSON_MAX;
-    nwb_tel_buf_init(&scratch, 1u << 20);
-    nwb__json_init(&j, out, NULL);
-    nwb__json_obj_begin(&j);
-    nwb__json_key(&j, "schema");
-    nwb__json_cstr(&j, NWB_TEL_REPORT_SCHEMA);
+    nwb_buf_init(&scratch, 1u << 20);
+    nwb_json_init(&j, out, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "schema");
+    nwb_json_cstr(&j, NWB_TEL_REPORT_SCHEMA);
     write_run(&j, r, &res);
     write_decode(&j, r, &res, len);
     write_uploads(&j, opt->ingest);
@@ -1365,10 +1365,10 @@ int nwb_tel_report_build(const uint8_t *stream, size_t len, const nwb_tel_report
     if (err == 0) {
         write_diags(&j, r);
     }
-    nwb__json_obj_end(&j);
-    nwb__json_raw(&j, "\n", 1);
+    nwb_json_obj_end(&j);
+    nwb_json_space(&j, "\n", 1);
     if (err == 0) {
-        err = j.err;
+        err = nwb_json_finish(&j);
     }
     if (err != 0) {
         out->len = start;
@@ -1376,7 +1376,7 @@ int nwb_tel_report_build(const uint8_t *stream, size_t len, const nwb_tel_report
     if (res_out != NULL) {
         *res_out = res;
     }
-    nwb_tel_buf_cleanup(&scratch);
+    nwb_buf_cleanup(&scratch);
     rep_cleanup(r);
     nwb_free(r);
     return err;

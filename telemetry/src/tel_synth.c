@@ -43,7 +43,7 @@ static uint64_t rng_range(struct rng *r, uint64_t lo, uint64_t hi)
 
 struct synth {
     const nwb_tel_synth_config_t *cfg;
-    nwb_tel_buf_t *out;
+    nwb_buf_t *out;
     nwb_namesym_builder_t *names;
     nwb_tel_recorder_t *rec;
     int err;
@@ -68,7 +68,7 @@ static nwb_name_t name_of(struct synth *sy, const char *s)
 static int sink_submit(void *ctx, nwb_tel_upload_t *up)
 {
     struct synth *sy = ctx;
-    const int err = nwb_tel_buf_append(sy->out, up->data, up->len);
+    const int err = nwb_buf_append(sy->out, up->data, up->len);
 
     if (err != 0) {
         sy->err = err;
@@ -290,7 +290,7 @@ static void memory_frame(struct synth *sy, uint64_t f, nwb_tel_mem_source_t **ar
     }
 }
 
-int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_tel_buf_t *out,
+int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_buf_t *out,
                   nwb_namesym_builder_t *names)
 {
     nwb_tel_recorder_config_t rc = NWB_TEL_RECORDER_CONFIG_INIT;

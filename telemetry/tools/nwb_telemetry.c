@@ -249,7 +249,7 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
     nwb_tel_ingest_summary_t ingest;
     nwb_tel_decode_result_t res;
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
     char logpath[4096];
     const char *slash = strrchr(o->input, '/');
     FILE *f;
@@ -269,24 +269,24 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
     }
     ro.names = names;
     ro.ingest = &ingest;
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     err = nwb_tel_report_build(data, len, &ro, &json, &res);
     if (err != 0) {
         char msg[128];
 
         fprintf(stderr, "nwb-telemetry: report: %s\n", nwb_strerror_r(err, msg, sizeof(msg)));
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
         return 2;
     }
     f = open_out(o->output);
     if (f == NULL) {
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
         return 2;
     }
     if (fwrite(json.data, 1, json.len, f) != json.len) {
         err = -EIO;
     }
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
     if (close_out(f, o->output) != 0 || err != 0) {
         return 2;
     }
@@ -323,7 +323,7 @@ static int cmd_chrome(const struct opts *o, const uint8_t *data, size_t len,
 static int cmd_synth(const struct opts *o)
 {
     nwb_namesym_builder_t names;
-    nwb_tel_buf_t out;
+    nwb_buf_t out;
     char errbuf[256];
     FILE *f;
     int err;
@@ -333,7 +333,7 @@ static int cmd_synth(const struct opts *o)
         return 2;
     }
     nwb_namesym_builder_init(&names);
-    nwb_tel_buf_init(&out, TOOL_INPUT_MAX);
+    nwb_buf_init(&out, TOOL_INPUT_MAX);
     err = nwb_tel_synth(&o->synth, &out, o->namesym_out != NULL ? &names : NULL);
     if (err != 0) {
         fprintf(stderr, "nwb-telemetry: synth: %s\n", nwb_strerror_r(err, errbuf, sizeof(errbuf)));
@@ -357,11 +357,11 @@ static int cmd_synth(const struct opts *o)
         goto fail;
     }
     nwb_namesym_builder_cleanup(&names);
-    nwb_tel_buf_cleanup(&out);
+    nwb_buf_cleanup(&out);
     return 0;
 fail:
     nwb_namesym_builder_cleanup(&names);
-    nwb_tel_buf_cleanup(&out);
+    nwb_buf_cleanup(&out);
     return 2;
 }
 

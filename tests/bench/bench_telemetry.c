@@ -63,8 +63,8 @@ static void bench_decode(int quick)
     nwb_tel_synth_config_t cfg = NWB_TEL_SYNTH_CONFIG_INIT;
     const nwb_tel_visitor_t visit = {NULL, scan_event};
     const int reps = quick ? 3 : 7;
-    nwb_tel_buf_t stream;
-    nwb_tel_buf_t json;
+    nwb_buf_t stream;
+    nwb_buf_t json;
     uint8_t *copy;
     uint64_t best_memcpy = UINT64_MAX;
     uint64_t best_decode = UINT64_MAX;
@@ -77,13 +77,13 @@ static void bench_decode(int quick)
     cfg.arenas = 8;
     cfg.logs_per_frame = 4;
     cfg.frames_per_upload = 60;
-    nwb_tel_buf_init(&stream, 1u << 30);
+    nwb_buf_init(&stream, 1u << 30);
     if (nwb_tel_synth(&cfg, &stream, NULL) != 0) {
         fprintf(stderr, "bench_telemetry: synth failed\n");
         exit(1);
     }
     copy = malloc(stream.len);
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     for (int r = 0; r < reps; r++) {
         nwb_tel_decode_result_t res;
         struct scan sc = {0, 0};
@@ -121,8 +121,8 @@ static void bench_decode(int quick)
     printf("  nwb_tel_report_build           %8.0f MB/s  (2 passes, aggregation, JSON)\n",
            mbps(stream.len, best_report));
     free(copy);
-    nwb_tel_buf_cleanup(&stream);
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&stream);
+    nwb_buf_cleanup(&json);
 }
 
 static int free_submit(void *ctx, nwb_tel_upload_t *up)

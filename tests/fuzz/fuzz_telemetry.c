@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "nwb/telemetry_report.h"
-#include "../telemetry/tel_json_check.h"
+#include "../support/json_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nwb_tel_decode_result_t file_res;
     nwb_tel_decode_result_t up_res;
     nwb_tel_decode_result_t rep_res;
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
     char *trace = NULL;
     size_t trace_len = 0;
     FILE *f;
@@ -43,13 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
 
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     if (nwb_tel_report_build(data, size, &ro, &json, &rep_res) != 0 ||
-        tel_json_check((const char *)json.data, json.len, NULL) != 0 ||
+        nwb_test_json_check((const char *)json.data, json.len, NULL) != 0 ||
         rep_res.status != file_res.status || rep_res.consumed != file_res.consumed) {
         abort();
     }
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
 
     f = open_memstream(&trace, &trace_len);
     if (f != NULL) {
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         fclose(f);
-        if (tel_json_check(trace, trace_len, NULL) != 0) {
+        if (nwb_test_json_check(trace, trace_len, NULL) != 0) {
             abort();
         }
         free(trace);

@@ -28,7 +28,7 @@
 #include "nwb/telemetry_report.h"
 #include "namesym_test_util.h"
 #include "server_test_util.h"
-#include "tel_json_check.h"
+#include "json_check.h"
 
 struct fx {
     char dir[512];
@@ -37,14 +37,14 @@ struct fx {
 };
 
 /* A one-segment synthetic stream (seed @p seed) into @p b; its names into @p names (or NULL). */
-static void synth(uint64_t seed, nwb_tel_buf_t *b, nwb_namesym_builder_t *names)
+static void synth(uint64_t seed, nwb_buf_t *b, nwb_namesym_builder_t *names)
 {
     nwb_tel_synth_config_t cfg = NWB_TEL_SYNTH_CONFIG_INIT;
 
     cfg.seed = seed;
     cfg.frames = 40;
     cfg.frames_per_upload = 0;
-    nwb_tel_buf_init(b, 64u << 20);
+    nwb_buf_init(b, 64u << 20);
     assert_int_equal(nwb_tel_synth(&cfg, b, names), 0);
     assert_true(b->len > 64);
 }
@@ -53,7 +53,7 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     nwb_namesym_builder_t names;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char path[700], err[256];
 
     if (f == NULL || nwb_test_tmpdir("telhttp", f->dir, sizeof(f->dir)) != 0) {
@@ -65,7 +65,7 @@ static int setup(void **state)
     snprintf(path, sizeof(path), "%s/synth.namesym", f->syms);
     nwb_namesym_builder_init(&names);
     synth(1, &b, &names);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
     if (mkdir(f->syms, 0755) != 0 ||
         nwb_namesym_builder_write(&names, "synth", path, err, sizeof(err)) != 0) {
         nwb_namesym_builder_cleanup(&names);
@@ -112,7 +112,7 @@ static int post_tel(int port, const char *run, long long seq, const char *enc, c
 }
 
 /* zstd-compress @p b into a malloc'd buffer. */
-static uint8_t *compress(const nwb_tel_buf_t *b, size_t *zlen)
+static uint8_t *compress(const nwb_buf_t *b, size_t *zlen)
 {
     const size_t cap = ZSTD_compressBound(b->len);
     uint8_t *z = malloc(cap);
@@ -150,7 +150,7 @@ static char *report(const char *dir)
     char *json = read_in(dir, "telemetry.json", &len);
 
     assert_non_null(json);
-    if (tel_json_check(json, len, &bad) != 0) {
+    if (nwb_test_json_check(json, len, &bad) != 0) {
         fail_msg("telemetry.json is not valid JSON at byte %zu", bad);
     }
     return json;
@@ -166,7 +166,7 @@ static void expect_in(const char *hay, const char *needle)
 static void test_telemetry_http_streams_are_stored_reported_and_deduplicated(void **state)
 {
     struct fx *f = *state;
-    nwb_tel_buf_t a, b;
+    nwb_buf_t a, b;
     uint8_t *za, *zb;
     size_t zla, zlb, len_before = 0, len_after = 0;
     char resp[1024], dir[1024], tok[NWB_NAME_TOKEN_SIZE];
@@ -249,14 +249,14 @@ static void test_telemetry_http_streams_are_stored_reported_and_deduplicated(voi
     free(stream);
     free(za);
     free(zb);
-    nwb_tel_buf_cleanup(&a);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&a);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_telemetry_http_bad_requests_get_their_status(void **state)
 {
     struct fx *f = *state;
-    nwb_tel_buf_t a;
+    nwb_buf_t a;
     char resp[1024];
     char head[512];
     int fd, status = 0, n;
@@ -301,7 +301,7 @@ static void test_telemetry_http_bad_requests_get_their_status(void **state)
         tu_metric(f->srv.port,
                   "nwb_telemetry_uploads_rejected_total{reason=\"unsupported_encoding\"}"),
         1);
-    nwb_tel_buf_cleanup(&a);
+    nwb_buf_cleanup(&a);
 }
 
 #define PAR_THREADS 6
@@ -331,7 +331,7 @@ static void test_telemetry_http_parallel_uploads_to_one_run_are_all_stored(void 
 {
     struct fx *f = *state;
     struct par p[PAR_THREADS];
-    nwb_tel_buf_t a;
+    nwb_buf_t a;
     uint8_t *za;
     size_t zla, len = 0;
     char dir[1024], want[128];
@@ -367,7 +367,7 @@ static void test_telemetry_http_parallel_uploads_to_one_run_are_all_stored(void 
     free(json);
     free(stream);
     free(za);
-    nwb_tel_buf_cleanup(&a);
+    nwb_buf_cleanup(&a);
 }
 
 int main(void)

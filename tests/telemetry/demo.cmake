@@ -8,7 +8,6 @@
 #   telemetry.demo_crash       --crash segv|abort|stack|gpu and the packages they leave
 if(TARGET nwb-demo AND TARGET nwb-telemetry AND TARGET nwb-crash)
   nwb_add_test(telemetry demo_e2e integration nwb::common nwb::crash)
-  target_sources(test_telemetry_demo_e2e PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tel_json_check.c)
   target_include_directories(test_telemetry_demo_e2e PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_definitions(test_telemetry_demo_e2e PRIVATE
     NWB_DEMO_EXE="$<TARGET_FILE:nwb-demo>"

@@ -53,7 +53,7 @@ const char *tel_data_path(const char *name)
     return path;
 }
 
-void tel_put_header(nwb_tel_buf_t *b, uint64_t seq)
+void tel_put_header(nwb_buf_t *b, uint64_t seq)
 {
     nwb_tel_header_t h;
 

@@ -12,7 +12,7 @@
 
 #include "nwb/telemetry_format.h"
 
-#include "tel_json_check.h"
+#include "json_check.h"
 
 /* Read a file into a malloc'd buffer (NUL-terminated beyond len). NULL when missing. */
 uint8_t *tel_read_file(const char *path, size_t *len);
@@ -24,6 +24,6 @@ int tel_write_file(const char *path, const void *data, size_t len);
 const char *tel_data_path(const char *name);
 
 /* A one-segment stream header with fixed test values, appended to @p b. */
-void tel_put_header(nwb_tel_buf_t *b, uint64_t seq);
+void tel_put_header(nwb_buf_t *b, uint64_t seq);
 
 #endif /* NWB_TEL_TEST_UTIL_H */

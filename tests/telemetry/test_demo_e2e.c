@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "nwb/crash.h"
-#include "tel_json_check.h"
+#include "json_check.h"
 #include "test_support.h"
 
 #ifndef NWB_DEMO_EXE
@@ -346,7 +346,7 @@ static void check_report(const char *json, const struct demo_record *r)
     char want[160];
     unsigned cpu_nonzero = 0, gpu_nonzero = 0;
 
-    assert_int_equal(tel_json_check(json, jlen, NULL), 0);
+    assert_int_equal(nwb_test_json_check(json, jlen, NULL), 0);
 
     sec = section(json, "\"run\":{", "}", &len);
     assert_non_null(sec);

@@ -19,7 +19,7 @@
 #include "tel_test_util.h"
 
 /* Decode the single event at @p off in @p b. */
-static int decode_at(const nwb_tel_buf_t *b, size_t off, nwb_tel_event_t *ev, size_t *used,
+static int decode_at(const nwb_buf_t *b, size_t off, nwb_tel_event_t *ev, size_t *used,
                      size_t *bad)
 {
     return nwb_tel_event_decode(b->data + off, b->len - off, ev, used, bad, NULL);
@@ -27,14 +27,14 @@ static int decode_at(const nwb_tel_buf_t *b, size_t off, nwb_tel_event_t *ev, si
 
 static void test_format_header_round_trip(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_header_t h;
     nwb_tel_header_t in;
     size_t used;
     size_t bad;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     memset(&in, 0, sizeof(in));
     in.seq = 42;
     in.start_wall_ns = 11;
@@ -62,19 +62,19 @@ static void test_format_header_round_trip(void **state)
     assert_memory_equal(h.program, "game", 4);
     assert_memory_equal(h.run, "abcd", 4);
     assert_memory_equal(h.build_id, "b1", 2);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_text_round_trip(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad;
     static const char msg[] = "frame 7 took #0123456789abcdef ms \xff raw";
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_text(&b, 123, 7, 2, 9, msg, sizeof(msg) - 1), 0);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
     assert_int_equal(used, b.len);
@@ -87,13 +87,13 @@ static void test_format_text_round_trip(void **state)
     assert_int_equal(ev.u.text.thread, 9);
     assert_int_equal(ev.u.text.len, sizeof(msg) - 1);
     assert_memory_equal(ev.u.text.msg, msg, sizeof(msg) - 1);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_diagnostic_round_trip(void **state)
 {
     const nwb_tel_kv_t kv[3] = {{"a", "1", 1, 1}, {"key", "", 3, 0}, {"k2", "value two", 2, 9}};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     nwb_tel_kv_t got;
     size_t pos = 0;
@@ -101,7 +101,7 @@ static void test_format_diagnostic_round_trip(void **state)
     size_t bad;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_diag(&b, 5, 6, 0x1122334455667788ull, 3, kv, 3), 0);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
     assert_int_equal(ev.kind, NWB_TEL_KIND_DIAGNOSTIC);
@@ -116,7 +116,7 @@ static void test_format_diagnostic_round_trip(void **state)
         assert_memory_equal(got.value, kv[i].value, kv[i].value_len);
     }
     assert_false(nwb_tel_diag_pair_next(&ev.u.diag, &pos, &got));
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_frame_graph_round_trip(void **state)
@@ -126,7 +126,7 @@ static void test_format_frame_graph_round_trip(void **state)
     const nwb_tel_fg_pass_t p[4] = {{201, 0, 3}, {202, 1, 0}, {203, 2, 7}, {204, 2, 1}};
     const nwb_tel_fg_edge_t e[3] = {{0, 1}, {1, 2}, {0, 3}};
     nwb_tel_fg_frame_t fg;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad;
@@ -145,7 +145,7 @@ static void test_format_frame_graph_round_trip(void **state)
     fg.counters.same_queue_elisions = 6;
     fg.counters.duplicate_merges = 7;
     fg.counters.inherited_elisions = 8;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_fg(&b, 1, 2, &fg), 0);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
     assert_int_equal(ev.kind, NWB_TEL_KIND_FRAME_GRAPH);
@@ -184,7 +184,7 @@ static void test_format_frame_graph_round_trip(void **state)
         assert_int_equal(g.from, e[i].from);
         assert_int_equal(g.to, e[i].to);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void fill_perf(nwb_tel_cpu_scope_t *cpu, nwb_tel_gpu_scope_t *gpu)
@@ -217,7 +217,7 @@ static void test_format_perf_round_trip(void **state)
     nwb_tel_cpu_scope_t cpu[3];
     nwb_tel_gpu_scope_t gpu[2];
     nwb_tel_perf_frame_t pf;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad;
@@ -230,7 +230,7 @@ static void test_format_perf_round_trip(void **state)
     pf.cpu_count = 3;
     pf.gpu = gpu;
     pf.gpu_count = 2;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_perf(&b, 3, 4, &pf), 0);
     assert_int_equal(b.len, NWB_TEL_EVENT_HEADER + NWB_TEL_PERF_HEADER + 3 * 32 + 2 * 80);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
@@ -261,7 +261,7 @@ static void test_format_perf_round_trip(void **state)
         assert_true(g.window_avg_ms == 1.25 && g.window_min_ms == 1.0 && g.window_max_ms == 1.5);
         assert_true(g.total_ms == 12.5 && g.sample_avg_ms == gpu[i].sample_avg_ms);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_memory_round_trip_and_totals(void **state)
@@ -271,13 +271,13 @@ static void test_format_memory_round_trip_and_totals(void **state)
         {12, NWB_TEL_MEM_ARENA, NWB_TEL_PEAK_LARGEST_ARENA, 2000, 100, 900, 5, 5},
         {13, NWB_TEL_MEM_HEAP_BACKING, NWB_TEL_PEAK_SAMPLED_HEAP, 9000, 5000, 6000, 0, 0},
         {14, NWB_TEL_MEM_EXPLICIT_SCOPE, NWB_TEL_PEAK_SCOPE, 0, 77, 80, 1, 0}};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_memory(&b, 1, 2, r, 4, 123456, 999), 0);
     assert_int_equal(b.len, NWB_TEL_EVENT_HEADER + 192 + 4 * 56);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
@@ -311,17 +311,17 @@ static void test_format_memory_round_trip_and_totals(void **state)
         assert_int_equal(g.allocations, r[i].allocations);
         assert_int_equal(g.frees, r[i].frees);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_unknown_kind_skipped_by_length(void **state)
 {
     static const uint8_t blob[5] = {9, 9, 9, 9, 9};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_decode_result_t res;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     tel_put_header(&b, 1);
     assert_int_equal(nwb_tel_encode_raw(&b, 0x1234, 7, 1, 1, blob, sizeof(blob)), 0);
     assert_int_equal(nwb_tel_encode_text(&b, 2, 2, 0, 1, "after", 5), 0);
@@ -329,13 +329,13 @@ static void test_format_unknown_kind_skipped_by_length(void **state)
     assert_int_equal(res.events, 2);
     assert_int_equal(res.unknown, 1);
     assert_int_equal(res.consumed, b.len);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_newer_payload_version_reads_known_prefix(void **state)
 {
     uint8_t p[NWB_TEL_TEXT_HEADER + 3 + 6];
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad;
@@ -347,7 +347,7 @@ static void test_format_newer_payload_version_reads_known_prefix(void **state)
     p[2] = 3;
     memcpy(p + NWB_TEL_TEXT_HEADER, "new", 3);
     memset(p + NWB_TEL_TEXT_HEADER + 3, 0xee, 6); /* v2 trailing fields */
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_raw(&b, NWB_TEL_KIND_TEXT_LOG, 2, 1, 1, p, sizeof(p)), 0);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), 0);
     assert_true(ev.known);
@@ -357,18 +357,18 @@ static void test_format_newer_payload_version_reads_known_prefix(void **state)
     /* The same bytes as version 1 are rejected: a v1 payload must be exact. */
     b.data[2] = 1;
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_EPROTO);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_newer_stream_version_accepted(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_decode_result_t res;
     uint8_t hdr[256];
     size_t hlen;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     tel_put_header(&b, 1);
     /* A version-2 header with 4 extension bytes after its strings. */
     hlen = b.len;
@@ -378,25 +378,25 @@ static void test_format_newer_stream_version_accepted(void **state)
     nwb_le16_store(hdr + 18, 0x8000); /* flags a v1 reader ignores in a v2 stream */
     memset(hdr + hlen, 0xab, 4);
     b.len = 0;
-    assert_int_equal(nwb_tel_buf_append(&b, hdr, hlen + 4), 0);
+    assert_int_equal(nwb_buf_append(&b, hdr, hlen + 4), 0);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "x", 1), 0);
     assert_int_equal(nwb_tel_stream_decode(b.data, b.len, 0, NULL, NULL, &res), 0);
     assert_int_equal(res.max_version, 2);
     assert_int_equal(res.events, 1);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_memory_version_and_header_size_enforced(void **state)
 {
     const nwb_tel_mem_record_t r = {1, 0, 0, 10, 5, 6, 1, 0};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad = 0;
     uint8_t saved[4];
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_memory(&b, 1, 1, &r, 1, 0, 0), 0);
     /* version 2 */
     nwb_le16_store(b.data + 2, 2);
@@ -425,26 +425,26 @@ static void test_format_memory_version_and_header_size_enforced(void **state)
             nwb_tel_encode_raw(&b, NWB_TEL_KIND_MEMORY_FRAME, 1, 1, 1, payload, sizeof(payload)),
             0);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_memory_totals_must_match_records(void **state)
 {
     const nwb_tel_mem_record_t r[2] = {{1, NWB_TEL_MEM_ARENA, 0, 10, 5, 6, 1, 0},
                                        {2, NWB_TEL_MEM_HEAP_BACKING, 1, 50, 40, 45, 0, 0}};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad = 0;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_memory(&b, 1, 1, r, 2, 0, 0), 0);
     /* Claim the heap was added into arena use: rejected at the arena-used field. */
     nwb_le64_store(b.data + 24 + 24, 45);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_EPROTO);
     assert_int_equal(bad, 24 + 24);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_lying_lengths_rejected(void **state)
@@ -452,14 +452,14 @@ static void test_format_lying_lengths_rejected(void **state)
     nwb_tel_cpu_scope_t cpu[3];
     nwb_tel_gpu_scope_t gpu[2];
     nwb_tel_perf_frame_t pf = {0, 10, cpu, gpu, 3, 2};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad = 0;
 
     (void)state;
     fill_perf(cpu, gpu);
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_perf(&b, 1, 1, &pf), 0);
     /* payload size beyond the input: truncated at the event start */
     nwb_le32_store(b.data + 4, (uint32_t)(b.len - NWB_TEL_EVENT_HEADER + 1));
@@ -484,19 +484,19 @@ static void test_format_lying_lengths_rejected(void **state)
     nwb_le64_store(b.data + 24 + 24 + 32 + 16, 0);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_EPROTO);
     assert_int_equal(bad, 24 + 24 + 32 + 16);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_text_and_diag_lengths_checked(void **state)
 {
     const nwb_tel_kv_t kv = {"k", "v", 1, 1};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad = 0;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "hello", 5), 0);
     nwb_le16_store(b.data + 24 + 2, 6); /* message length one past the payload */
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_EPROTO);
@@ -510,7 +510,7 @@ static void test_format_text_and_diag_lengths_checked(void **state)
     nwb_le16_store(b.data + 24 + 10, 1);
     nwb_le16_store(b.data + 24 + 16 + 2, 2); /* value length past the payload */
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_EPROTO);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_frame_graph_indices_range_checked(void **state)
@@ -521,13 +521,13 @@ static void test_format_frame_graph_indices_range_checked(void **state)
     const nwb_tel_fg_edge_t e = {0, 1};
     nwb_tel_fg_frame_t fg = {&q, &k, p, &e, 1, 1, 2, 1, {0, 0, 0, 0}};
     const size_t edge_off = 24 + 32 + 16 + 16 + 2 * 24;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_event_t ev;
     size_t used;
     size_t bad = 0;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     assert_int_equal(nwb_tel_encode_fg(&b, 1, 1, &fg), 0);
     nwb_le32_store(b.data + edge_off + 4, 2);
     assert_int_equal(decode_at(&b, 0, &ev, &used, &bad), NWB_ERANGE);
@@ -545,7 +545,7 @@ static void test_format_frame_graph_indices_range_checked(void **state)
         fg.edges = &bad_edge;
         assert_int_equal(nwb_tel_encode_fg(&b, 1, 1, &fg), NWB_ERANGE);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_gpu_floats_must_be_finite(void **state)
@@ -553,11 +553,11 @@ static void test_format_gpu_floats_must_be_finite(void **state)
     nwb_tel_cpu_scope_t cpu[3];
     nwb_tel_gpu_scope_t gpu[2];
     nwb_tel_perf_frame_t pf = {0, 10, cpu, gpu, 0, 2};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
 
     (void)state;
     fill_perf(cpu, gpu);
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     gpu[1].window_max_ms = NAN;
     assert_int_equal(nwb_tel_encode_perf(&b, 1, 1, &pf), NWB_EPROTO);
     assert_int_equal(b.len, 0); /* nothing half-written */
@@ -572,17 +572,17 @@ static void test_format_gpu_floats_must_be_finite(void **state)
     assert_int_equal(nwb_tel_encode_perf(&b, 1, 1, &pf), NWB_EPROTO);
     gpu[1].source_frame_min = 50;
     assert_int_equal(nwb_tel_encode_perf(&b, 1, 1, &pf), 0);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_stream_failure_keeps_prefix_and_offset(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_decode_result_t res;
     size_t second;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     tel_put_header(&b, 1);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "one", 3), 0);
     second = b.len;
@@ -594,17 +594,17 @@ static void test_format_stream_failure_keeps_prefix_and_offset(void **state)
     assert_int_equal(res.consumed, second);
     assert_int_equal(res.error_offset, second + 24);
     assert_non_null(res.reason);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_segments_and_upload_rules(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_decode_result_t res;
     size_t second;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 16);
+    nwb_buf_init(&b, 1 << 16);
     /* An empty upload is truncated; an empty file is an empty stream. */
     assert_int_equal(
         nwb_tel_stream_decode(NULL, 0, NWB_TEL_DECODE_SINGLE_SEGMENT, NULL, NULL, &res),
@@ -632,23 +632,23 @@ static void test_format_segments_and_upload_rules(void **state)
     nwb_le16_store(b.data + NWB_TEL_HEADER_FIXED + 23, 0);
     assert_int_equal(nwb_tel_stream_decode(b.data, b.len, 0, NULL, NULL, &res), NWB_EPROTO);
     assert_int_equal(res.error_offset, NWB_TEL_HEADER_FIXED + 23);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_format_buffer_cap_leaves_buffer_unchanged(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
 
     (void)state;
     /* A text event is 24 + 8 + message bytes: 40 is the exact fit for 8 bytes. */
-    nwb_tel_buf_init(&b, 40);
+    nwb_buf_init(&b, 40);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "0123456789", 10), NWB_ETOOBIG);
     assert_int_equal(b.len, 0);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "01234567", 8), 0);
     assert_int_equal(b.len, 40);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 1, 0, 1, "", 0), NWB_ETOOBIG);
     assert_int_equal(b.len, 40);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 int main(void)

@@ -66,16 +66,16 @@ static nwb_namesym_table_t *load_names(const char *file)
 
 static void check_regenerates(const nwb_tel_synth_config_t *cfg, const char *file)
 {
-    nwb_tel_buf_t out;
+    nwb_buf_t out;
     size_t len;
     uint8_t *golden = tel_read_file(tel_data_path(file), &len);
 
     assert_non_null(golden);
-    nwb_tel_buf_init(&out, 64u << 20);
+    nwb_buf_init(&out, 64u << 20);
     assert_int_equal(nwb_tel_synth(cfg, &out, NULL), 0);
     assert_int_equal(out.len, len);
     assert_memory_equal(out.data, golden, len);
-    nwb_tel_buf_cleanup(&out);
+    nwb_buf_cleanup(&out);
     free(golden);
 }
 
@@ -101,7 +101,7 @@ static void check_report(const char *stream, const char *names_file, const char 
     nwb_tel_ingest_summary_t none;
     nwb_tel_decode_result_t res;
     nwb_namesym_table_t *names = names_file != NULL ? load_names(names_file) : NULL;
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
     size_t len;
     size_t elen;
     uint8_t *data = tel_read_file(tel_data_path(stream), &len);
@@ -112,16 +112,16 @@ static void check_report(const char *stream, const char *names_file, const char 
     memset(&none, 0, sizeof(none)); /* as the tool sees it: no ingest log beside the file */
     ro.names = names;
     ro.ingest = &none;
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     assert_int_equal(nwb_tel_report_build(data, len, &ro, &json, &res), 0);
     assert_int_equal(res.status, 0);
-    assert_int_equal(tel_json_check((const char *)json.data, json.len, NULL), 0);
+    assert_int_equal(nwb_test_json_check((const char *)json.data, json.len, NULL), 0);
     if (json.len != elen || memcmp(json.data, want, elen) != 0) {
         tel_write_file("golden_mismatch.json", json.data, json.len);
         fail_msg("%s differs from the report built now (written to golden_mismatch.json)",
                  expected);
     }
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
     nwb_namesym_table_destroy(names);
     free(data);
     free(want);
@@ -204,7 +204,7 @@ static void test_golden_chrome_trace_is_strict_json_with_all_events(void **state
     assert_int_equal(nwb_tel_chrome_write(data, len, names, f, &res), 0);
     fclose(f);
     assert_int_equal(res.status, 0);
-    if (tel_json_check(buf, blen, &bad) != 0) {
+    if (nwb_test_json_check(buf, blen, &bad) != 0) {
         fail_msg("chrome trace is not valid JSON at byte %zu", bad);
     }
     /* 90 frames of 24 CPU scopes plus the frame itself as complete events. */

@@ -75,12 +75,12 @@ static int teardown(void **state)
 }
 
 /* A one-segment upload with @p n text events and a perf frame. */
-static void segment(nwb_tel_buf_t *b, uint64_t seq, unsigned n)
+static void segment(nwb_buf_t *b, uint64_t seq, unsigned n)
 {
     nwb_tel_cpu_scope_t s = {77, 10, 20, 1, 0};
     nwb_tel_perf_frame_t pf = {5, 16000000, &s, NULL, 1, 0};
 
-    nwb_tel_buf_init(b, 64u << 20);
+    nwb_buf_init(b, 64u << 20);
     tel_put_header(b, seq);
     for (unsigned i = 0; i < n; i++) {
         assert_int_equal(nwb_tel_encode_text(b, i, seq, 0, 1, "hello", 5), 0);
@@ -112,7 +112,7 @@ static char *read_report(struct fx *f)
     char *s = (char *)tel_read_file(f->report, &len);
 
     assert_non_null(s);
-    if (tel_json_check(s, len, &bad) != 0) {
+    if (nwb_test_json_check(s, len, &bad) != 0) {
         fail_msg("telemetry.json is not valid JSON at %zu", bad);
     }
     return s;
@@ -129,7 +129,7 @@ static void test_ingest_raw_upload_appended_and_reported(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     uint8_t *stored;
     size_t len;
     char *rep;
@@ -154,7 +154,7 @@ static void test_ingest_raw_upload_appended_and_reported(void **state)
     assert_int_equal(atomic_load(&f->m.events), 4);
     free(rep);
     free(stored);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_zstd_uploads_accumulate(void **state)
@@ -167,7 +167,7 @@ static void test_ingest_zstd_uploads_accumulate(void **state)
     char *rep;
 
     for (uint64_t seq = 1; seq <= 3; seq++) {
-        nwb_tel_buf_t b;
+        nwb_buf_t b;
         uint8_t z[65536];
         size_t zn;
 
@@ -176,7 +176,7 @@ static void test_ingest_zstd_uploads_accumulate(void **state)
         assert_false(ZSTD_isError(zn));
         ingest(f, z, zn, "zstd", 1, seq, &res);
         assert_int_equal(res.http_status, 200);
-        nwb_tel_buf_cleanup(&b);
+        nwb_buf_cleanup(&b);
     }
     stored = tel_read_file(f->stream, &len);
     assert_int_equal(nwb_tel_stream_decode(stored, len, 0, NULL, NULL, &dr), 0);
@@ -193,7 +193,7 @@ static void test_ingest_resent_seq_is_not_counted_twice(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     uint8_t *before;
     uint8_t *after;
     size_t blen;
@@ -225,15 +225,15 @@ static void test_ingest_resent_seq_is_not_counted_twice(void **state)
     free(rep);
     free(before);
     free(after);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_malformed_gets_400_and_keeps_earlier_data(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t good;
-    nwb_tel_buf_t bad;
+    nwb_buf_t good;
+    nwb_buf_t bad;
     uint8_t *before;
     uint8_t *after;
     size_t blen;
@@ -279,8 +279,8 @@ static void test_ingest_malformed_gets_400_and_keeps_earlier_data(void **state)
     free(rep);
     free(before);
     free(after);
-    nwb_tel_buf_cleanup(&good);
-    nwb_tel_buf_cleanup(&bad);
+    nwb_buf_cleanup(&good);
+    nwb_buf_cleanup(&bad);
 }
 
 static void test_ingest_decompression_output_cap(void **state)
@@ -314,7 +314,7 @@ static void test_ingest_zstd_window_and_frame_rules(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     ZSTD_CCtx *c = ZSTD_createCCtx();
     uint8_t z[65536];
     uint8_t two[131072];
@@ -368,28 +368,28 @@ static void test_ingest_zstd_window_and_frame_rules(void **state)
     ingest(f, "\x28\xb5\x2f\xfd garbage", 12, "zstd", 1, 6, &res);
     assert_int_equal(res.http_status, 400);
     ZSTD_freeCCtx(c);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_unsupported_encoding_is_415(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
 
     segment(&b, 1, 1);
     ingest(f, b.data, b.len, "gzip", 1, 1, &res);
     assert_int_equal(res.http_status, 415);
     ingest(f, b.data, b.len, "identity", 1, 1, &res);
     assert_int_equal(res.http_status, 200);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_run_stream_cap_refuses_and_keeps_data(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     size_t len;
     uint8_t *stored;
 
@@ -404,7 +404,7 @@ static void test_ingest_run_stream_cap_refuses_and_keeps_data(void **state)
     stored = tel_read_file(f->stream, &len);
     assert_int_equal(len, 2 * b.len);
     free(stored);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_torn_tail_is_cut_before_append(void **state)
@@ -412,7 +412,7 @@ static void test_ingest_torn_tail_is_cut_before_append(void **state)
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
     nwb_tel_decode_result_t dr;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     size_t len;
     uint8_t *stored;
     FILE *fp;
@@ -432,14 +432,14 @@ static void test_ingest_torn_tail_is_cut_before_append(void **state)
     assert_int_equal(nwb_tel_stream_decode(stored, len, 0, NULL, NULL, &dr), 0);
     assert_int_equal(dr.segments, 2);
     free(stored);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_metrics_text_lists_counters(void **state)
 {
     struct fx *f = *state;
     struct nwb__tel_ingest_res res;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char text[2048];
     char tiny[16];
 
@@ -469,7 +469,7 @@ static void test_ingest_metrics_text_lists_counters(void **state)
         nwb__tel_ingest(&req, NULL, NULL, &res);
         assert_int_equal(res.http_status, 200);
     }
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_ingest_allocation_failures_never_corrupt_the_run(void **state)
@@ -483,7 +483,7 @@ static void test_ingest_allocation_failures_never_corrupt_the_run(void **state)
     /* Fail the n-th allocation inside each upload: the answer is 200 or 500 (or 413 for a
      * buffer cap), and the stored stream always decodes with one segment per 200. */
     for (n = 0; n < 400 && accepted < 3; n++) {
-        nwb_tel_buf_t b;
+        nwb_buf_t b;
         uint8_t z[65536];
         size_t zn;
 
@@ -494,7 +494,7 @@ static void test_ingest_allocation_failures_never_corrupt_the_run(void **state)
         nwb_alloc_fail_after(-1);
         assert_true(res.http_status == 200 || res.http_status == 500);
         accepted += res.http_status == 200;
-        nwb_tel_buf_cleanup(&b);
+        nwb_buf_cleanup(&b);
         {
             size_t len = 0;
             uint8_t *stored = tel_read_file(f->stream, &len);

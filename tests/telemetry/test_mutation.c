@@ -144,7 +144,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
     unsigned by_status[8] = {0};
     char err[256];
     FILE *jsonl = fopen("mutation_reports.jsonl", "w");
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
 
     (void)state;
     assert_non_null(golden);
@@ -155,7 +155,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
     ro.names = names;
     nevents = event_starts(golden, len, events, NWB_ARRAY_SIZE(events));
     assert_true(nevents > 10);
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     for (unsigned i = 0; i < MUTATIONS; i++) {
         uint8_t *work = malloc(len + 64);
         nwb_tel_decode_result_t res;
@@ -183,7 +183,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
             decoded++;
         }
         by_status[-res.status % 8]++;
-        if (tel_json_check((const char *)json.data, json.len, &bad) != 0) {
+        if (nwb_test_json_check((const char *)json.data, json.len, &bad) != 0) {
             tel_write_file("mutation_bad_input.nwbs", exact, n);
             fail_msg("mutation %u: report is not valid JSON at byte %zu", i, bad);
         }
@@ -197,7 +197,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
     assert_true(rejected > MUTATIONS / 4);
     assert_true(decoded > MUTATIONS / 20);
     (void)by_status;
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
     nwb_namesym_table_destroy(names);
     free(golden);
 }

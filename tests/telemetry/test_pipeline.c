@@ -165,7 +165,7 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
     snprintf(path, sizeof(path), "%s/telemetry.json", srv.dir);
     json = (char *)tel_read_file(path, &len);
     assert_non_null(json);
-    assert_int_equal(tel_json_check(json, len, NULL), 0);
+    assert_int_equal(nwb_test_json_check(json, len, NULL), 0);
     /* Frames: count, mean, max, nearest-rank p50 of what was recorded. */
     {
         uint64_t sorted[FRAMES];

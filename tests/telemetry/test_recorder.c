@@ -50,7 +50,7 @@ static void *count_calloc(size_t c, size_t n)
 /* ---- A sink that keeps every upload ----------------------------------------------------- */
 
 struct capture {
-    nwb_tel_buf_t all;
+    nwb_buf_t all;
     unsigned uploads;
     int refuse;
 };
@@ -62,7 +62,7 @@ static int capture_submit(void *ctx, nwb_tel_upload_t *up)
     if (c->refuse) {
         return NWB_EFULL;
     }
-    assert_int_equal(nwb_tel_buf_append(&c->all, up->data, up->len), 0);
+    assert_int_equal(nwb_buf_append(&c->all, up->data, up->len), 0);
     c->uploads++;
     nwb_free(up->data);
     return 0;
@@ -136,7 +136,7 @@ static int setup(void **state)
     cfg.run_id = "run1";
     cfg.build_id = "b";
     assert_int_equal(nwb_tel_recorder_create(&cfg, &f->rec), 0);
-    nwb_tel_buf_init(&f->cap.all, 64u << 20);
+    nwb_buf_init(&f->cap.all, 64u << 20);
     f->sink.submit = capture_submit;
     f->sink.ctx = &f->cap;
     assert_int_equal(nwb_tel_scope_register(f->rec, 100, NWB_TEL_SCOPE_CPU, &f->cpu), 0);
@@ -157,7 +157,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     nwb_tel_recorder_destroy(f->rec);
-    nwb_tel_buf_cleanup(&f->cap.all);
+    nwb_buf_cleanup(&f->cap.all);
     free(f);
     return 0;
 }
@@ -702,10 +702,10 @@ static void test_recorder_allocation_failures_drop_and_count(void **state)
      * it wrote decodes. */
     for (long n = 0; n < 3000 && clean_at < 0; n++) {
         nwb_tel_decode_result_t res;
-        nwb_tel_buf_t out;
+        nwb_buf_t out;
         int rc;
 
-        nwb_tel_buf_init(&out, 64u << 20);
+        nwb_buf_init(&out, 64u << 20);
         nwb_alloc_fail_after(n);
         rc = nwb_tel_synth(&cfg, &out, NULL);
         nwb_alloc_fail_after(-1);
@@ -722,7 +722,7 @@ static void test_recorder_allocation_failures_drop_and_count(void **state)
                 clean_at = n;
             }
         }
-        nwb_tel_buf_cleanup(&out);
+        nwb_buf_cleanup(&out);
     }
     print_message("synth records without drops from allocation %ld on\n", clean_at);
     assert_true(clean_at > 0);

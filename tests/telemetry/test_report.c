@@ -24,23 +24,23 @@
 #include "nwb/telemetry_report.h"
 #include "tel_test_util.h"
 
-static char *report(const nwb_tel_buf_t *stream, const nwb_tel_report_options_t *ro)
+static char *report(const nwb_buf_t *stream, const nwb_tel_report_options_t *ro)
 {
     nwb_tel_decode_result_t res;
-    nwb_tel_buf_t json;
+    nwb_buf_t json;
     size_t bad = 0;
     char *s;
 
-    nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     assert_int_equal(nwb_tel_report_build(stream->data, stream->len, ro, &json, &res), 0);
-    if (tel_json_check((const char *)json.data, json.len, &bad) != 0) {
+    if (nwb_test_json_check((const char *)json.data, json.len, &bad) != 0) {
         fail_msg("report is not valid JSON at %zu", bad);
     }
     s = malloc(json.len + 1);
     assert_non_null(s);
     memcpy(s, json.data, json.len);
     s[json.len] = '\0';
-    nwb_tel_buf_cleanup(&json);
+    nwb_buf_cleanup(&json);
     return s;
 }
 
@@ -51,7 +51,7 @@ static void expect(const char *json, const char *needle)
     }
 }
 
-static void perf_frame(nwb_tel_buf_t *b, uint64_t frame, uint64_t dur_ns,
+static void perf_frame(nwb_buf_t *b, uint64_t frame, uint64_t dur_ns,
                        const nwb_tel_cpu_scope_t *cpu, uint32_t ncpu)
 {
     nwb_tel_perf_frame_t pf;
@@ -66,7 +66,7 @@ static void perf_frame(nwb_tel_buf_t *b, uint64_t frame, uint64_t dur_ns,
 
 static void test_report_events_map_lists_every_core_kind_with_zeros(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
     char expected[512];
     size_t off = 0;
@@ -79,7 +79,7 @@ static void test_report_events_map_lists_every_core_kind_with_zeros(void **state
     }
     assert_null(nwb_tel_kind_name(NWB_TEL_KIND_LAST + 1));
     assert_int_equal(NWB_TEL_KIND_COUNT, NWB_TEL_KIND_LAST);
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 0, 0, 1, "only text", 9), 0);
     assert_int_equal(nwb_tel_encode_raw(&b, 77, 1, 2, 0, "x", 1), 0);
@@ -92,7 +92,7 @@ static void test_report_events_map_lists_every_core_kind_with_zeros(void **state
     snprintf(expected + off, sizeof(expected) - off, "\"unknown\":1}");
     expect(json, expected);
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_kind_table_matches_docs(void **state)
@@ -137,11 +137,11 @@ static void test_report_kind_table_matches_docs(void **state)
 
 static void test_report_duplicate_segments_counted_once(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     assert_int_equal(nwb_tel_encode_text(&b, 1, 0, 0, 1, "a", 1), 0);
     tel_put_header(&b, 2);
@@ -155,17 +155,17 @@ static void test_report_duplicate_segments_counted_once(void **state)
     expect(json, "\"segments\":3,");
     expect(json, "\"seqGaps\":0,");
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_client_drops_and_seq_gaps(void **state)
 {
     nwb_tel_header_t h;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     memset(&h, 0, sizeof(h));
     h.program = "p";
     h.program_len = 1;
@@ -183,16 +183,16 @@ static void test_report_client_drops_and_seq_gaps(void **state)
     expect(json, "\"seqGaps\":1,");
     expect(json, "\"clientDrops\":{\"events\":12,\"scopes\":40,\"uploads\":1}");
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_frame_percentiles_are_exact_nearest_rank(void **state)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     /* 1 .. 100 ms in a scrambled order. */
     for (uint64_t i = 0; i < 100; i++) {
@@ -209,14 +209,14 @@ static void test_report_frame_percentiles_are_exact_nearest_rank(void **state)
     expect(json, "\"ms\":91.000000");
     assert_null(strstr(json, "\"ms\":90.000000,\"timestampNs\""));
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_worst_frames_carry_top_scopes_and_logs(void **state)
 {
     const nwb_name_t big = nwb_name_hash("big.scope", 9);
     nwb_tel_cpu_scope_t cpu[7];
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
@@ -227,7 +227,7 @@ static void test_report_worst_frames_carry_top_scopes_and_logs(void **state)
         cpu[i].thread = 1;
         cpu[i].depth = (uint16_t)(i % 3);
     }
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     for (uint64_t f = 0; f < 12; f++) {
         perf_frame(&b, f, (f == 5 ? 40 : 10) * 1000000ull, cpu, 7);
@@ -247,7 +247,7 @@ static void test_report_worst_frames_carry_top_scopes_and_logs(void **state)
     expect(json, "\"message\":\"slow frame line 7\"}],\"moreLogs\":3}");
     assert_null(strstr(json, "slow frame line 8"));
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_scope_statistics_and_gpu_bounds(void **state)
@@ -255,11 +255,11 @@ static void test_report_scope_statistics_and_gpu_bounds(void **state)
     nwb_tel_cpu_scope_t cpu[1];
     nwb_tel_gpu_scope_t g;
     nwb_tel_perf_frame_t pf;
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     for (uint64_t f = 0; f < 100; f++) {
         cpu[0].name = 42;
@@ -307,7 +307,7 @@ static void test_report_scope_statistics_and_gpu_bounds(void **state)
     expect(json, "\"firstSourceFrame\":50,\"lastSourceFrame\":51,\"windows\":2,"
                  "\"publishedWindows\":2,\"reportedGpuSamples\":2,\"reportedTotalMs\":6.000000");
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_heap_backing_reported_beside_arenas(void **state)
@@ -317,7 +317,7 @@ static void test_report_heap_backing_reported_beside_arenas(void **state)
         {2, NWB_TEL_MEM_HEAP_BACKING, NWB_TEL_PEAK_SAMPLED_HEAP, 9000, 5000, 5000, 0, 0},
         {3, NWB_TEL_MEM_EXPLICIT_SCOPE, NWB_TEL_PEAK_SCOPE, 0, 7, 7, 1, 0}};
     nwb_tel_mem_record_t r2[3];
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
 
     (void)state;
@@ -328,7 +328,7 @@ static void test_report_heap_backing_reported_beside_arenas(void **state)
     r2[0].frees = 2;
     r2[1].used_bytes = 6000;
     r2[1].peak_bytes = 6000;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     assert_int_equal(nwb_tel_encode_memory(&b, 1, 0, r1, 3, 0, 1), 0);
     assert_int_equal(nwb_tel_encode_memory(&b, 2, 1, r2, 3, 0, 2), 0);
@@ -344,18 +344,18 @@ static void test_report_heap_backing_reported_beside_arenas(void **state)
                  "\"maxUsedBytes\":400,\"growthBytes\":300}");
     expect(json, "\"heapBackingTotals\":{\"firstUsedBytes\":5000,\"lastUsedBytes\":6000");
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_diagnostics_bounded_with_count_of_rest(void **state)
 {
     const nwb_tel_kv_t kv = {"k\"ey", "va\nl", 4, 4};
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
     char needle[64];
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     for (unsigned i = 0; i < NWB_TEL_REPORT_DIAGNOSTICS + 6; i++) {
         assert_int_equal(nwb_tel_encode_diag(&b, i, i, 5, i % 4, &kv, 1), 0);
@@ -368,7 +368,7 @@ static void test_report_diagnostics_bounded_with_count_of_rest(void **state)
     expect(json, "\"pairs\":[[\"k\\\"ey\",\"va\\nl\"]]");
     expect(json, "\"bySeverity\":{\"info\":18,\"warning\":18,\"error\":17,\"fatal\":17}");
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
 }
 
 static void test_report_uploads_section_from_ingest_log(void **state)
@@ -377,7 +377,7 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     nwb_tel_ingest_summary_t sum;
     char dir[] = "/tmp/nwb_tel_report_XXXXXX";
     char path[256];
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
     FILE *f;
 
@@ -409,7 +409,7 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     assert_int_equal(sum.recent[NWB_TEL_REPORT_REJECTIONS - 1].seq, 29);
     assert_int_equal(sum.recent[0].status, NWB_ETRUNCATED);
     assert_string_equal(sum.recent[0].reason, "input ends inside \"x\"");
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     ro.ingest = &sum;
     json = report(&b, &ro);
     expect(json, "\"uploads\":{\"log\":true,\"accepted\":1,\"duplicates\":1,\"rejected\":20,");
@@ -434,7 +434,7 @@ static void test_report_names_decoded_through_namesym(void **state)
     uint8_t *img = NULL;
     size_t img_len = 0;
     char err[128];
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     char *json;
     int n;
 
@@ -445,7 +445,7 @@ static void test_report_names_decoded_through_namesym(void **state)
     assert_int_equal(nwb_namesym_view_open(&v, img, img_len, NULL, NULL), 0);
     assert_int_equal(nwb_namesym_table_create(&t), 0);
     assert_int_equal(nwb_namesym_table_add(t, &v, "test", NULL, NULL), 1);
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
     cpu.name = nwb_name_hash("render.shadow", 13);
     cpu.start_ns = 0;
@@ -465,7 +465,7 @@ static void test_report_names_decoded_through_namesym(void **state)
     snprintf(msg, sizeof(msg), "\"cpu\":[{\"name\":\"%s\"", tok);
     expect(json, msg);
     free(json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&b);
     nwb_namesym_table_destroy(t);
     nwb_namesym_builder_cleanup(&nb);
     nwb_free(img);
@@ -474,19 +474,19 @@ static void test_report_names_decoded_through_namesym(void **state)
 static void test_report_json_cap_refuses_and_leaves_output(void **state)
 {
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
-    nwb_tel_buf_t b;
-    nwb_tel_buf_t json;
+    nwb_buf_t b;
+    nwb_buf_t json;
 
     (void)state;
-    nwb_tel_buf_init(&b, 1 << 20);
+    nwb_buf_init(&b, 1 << 20);
     tel_put_header(&b, 1);
-    nwb_tel_buf_init(&json, 1 << 20);
-    assert_int_equal(nwb_tel_buf_append(&json, "keep", 4), 0);
+    nwb_buf_init(&json, 1 << 20);
+    assert_int_equal(nwb_buf_append(&json, "keep", 4), 0);
     ro.json_max = 600;
     assert_int_equal(nwb_tel_report_build(b.data, b.len, &ro, &json, NULL), NWB_ETOOBIG);
     assert_int_equal(json.len, 4);
-    nwb_tel_buf_cleanup(&json);
-    nwb_tel_buf_cleanup(&b);
+    nwb_buf_cleanup(&json);
+    nwb_buf_cleanup(&b);
 }
 
 static int contains(const uint8_t *p, size_t n, const char *needle)
@@ -519,23 +519,23 @@ static void test_report_allocation_failures_unwind_cleanly(void **state)
     /* Fail the n-th allocation for every n until a report completes: each run must unwind
      * (AddressSanitizer checks for leaks), return 0 or -ENOMEM, and never write bad JSON. */
     for (long n = 0; n < 2000 && complete_at < 0; n++) {
-        nwb_tel_buf_t json;
+        nwb_buf_t json;
         int rc;
 
-        nwb_tel_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+        nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
         nwb_alloc_fail_after(n);
         rc = nwb_tel_report_build(data, len, &ro, &json, NULL);
         nwb_alloc_fail_after(-1);
         assert_true(rc == 0 || rc == -ENOMEM);
         if (rc == 0) {
-            assert_int_equal(tel_json_check((const char *)json.data, json.len, NULL), 0);
+            assert_int_equal(nwb_test_json_check((const char *)json.data, json.len, NULL), 0);
             if (contains(json.data, json.len, "\"reportStatus\":\"ok\"")) {
                 complete_at = n;
             }
         } else {
             assert_int_equal(json.len, 0);
         }
-        nwb_tel_buf_cleanup(&json);
+        nwb_buf_cleanup(&json);
     }
     print_message("report completes from allocation %ld on\n", complete_at);
     assert_true(complete_at > 0);

@@ -79,10 +79,10 @@ static void got_cleanup(struct got *g)
 
 static nwb_tel_upload_t make_upload(uint64_t seq, size_t events)
 {
-    nwb_tel_buf_t b;
+    nwb_buf_t b;
     nwb_tel_upload_t up;
 
-    nwb_tel_buf_init(&b, 1 << 24);
+    nwb_buf_init(&b, 1 << 24);
     tel_put_header(&b, seq);
     for (size_t i = 0; i < events; i++) {
         char msg[64];

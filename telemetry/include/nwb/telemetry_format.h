@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nwb/buf.h"
 #include "nwb/byte_order.h"
 #include "nwb/common.h"
 #include "nwb/name.h"
@@ -305,24 +306,6 @@ NWB_API void nwb_tel_mem_record_at(const nwb_tel_mem_view_t *v, uint32_t i,
  */
 NWB_API int nwb_tel_diag_pair_next(const nwb_tel_diag_view_t *v, size_t *pos, nwb_tel_kv_t *kv);
 
-/* ---- Capped byte buffer ------------------------------------------------------------------- */
-
-/** A growable byte buffer with a hard cap. Caller storage; grows with nwb_realloc. */
-typedef struct nwb_tel_buf {
-    uint8_t *data; /* owned */
-    size_t len;
-    size_t cap;
-    size_t max; /* len never exceeds this */
-} nwb_tel_buf_t;
-
-NWB_API void nwb_tel_buf_init(nwb_tel_buf_t *b, size_t max);
-/** Make room for @p extra more bytes. Returns 0, NWB_ETOOBIG (beyond max) or -ENOMEM. */
-NWB_API int nwb_tel_buf_reserve(nwb_tel_buf_t *b, size_t extra);
-/** Append @p n bytes (reserve + copy). Returns 0 or a reserve error. */
-NWB_API int nwb_tel_buf_append(nwb_tel_buf_t *b, const void *p, size_t n);
-/** Release the memory; the buffer stays usable (empty, same max). NULL-safe, idempotent. */
-NWB_API void nwb_tel_buf_cleanup(nwb_tel_buf_t *b);
-
 /* ---- Encoders ----------------------------------------------------------------------------- */
 
 /*
@@ -332,14 +315,14 @@ NWB_API void nwb_tel_buf_cleanup(nwb_tel_buf_t *b);
  */
 
 /** The segment header. Fields version and header_size are ignored (computed). */
-NWB_API int nwb_tel_encode_header(nwb_tel_buf_t *b, const nwb_tel_header_t *h);
+NWB_API int nwb_tel_encode_header(nwb_buf_t *b, const nwb_tel_header_t *h);
 
 /** Size of the header nwb_tel_encode_header() writes for these string lengths. */
 NWB_API size_t nwb_tel_header_size(size_t program_len, size_t run_len, size_t build_id_len);
 
-NWB_API int nwb_tel_encode_text(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, unsigned level,
+NWB_API int nwb_tel_encode_text(nwb_buf_t *b, uint64_t ts, uint64_t frame, unsigned level,
                                 uint32_t thread, const char *msg, size_t len);
-NWB_API int nwb_tel_encode_diag(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame, nwb_name_t code,
+NWB_API int nwb_tel_encode_diag(nwb_buf_t *b, uint64_t ts, uint64_t frame, nwb_name_t code,
                                 unsigned severity, const nwb_tel_kv_t *pairs, size_t n);
 
 typedef struct nwb_tel_fg_frame {
@@ -351,7 +334,7 @@ typedef struct nwb_tel_fg_frame {
     nwb_tel_fg_counters_t counters;
 } nwb_tel_fg_frame_t;
 
-NWB_API int nwb_tel_encode_fg(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+NWB_API int nwb_tel_encode_fg(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                               const nwb_tel_fg_frame_t *fg);
 
 typedef struct nwb_tel_perf_frame {
@@ -363,11 +346,11 @@ typedef struct nwb_tel_perf_frame {
     uint32_t gpu_count;
 } nwb_tel_perf_frame_t;
 
-NWB_API int nwb_tel_encode_perf(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+NWB_API int nwb_tel_encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                                 const nwb_tel_perf_frame_t *pf);
 
 /** Memory frame version 1; the header's sums and counts are computed from @p recs. */
-NWB_API int nwb_tel_encode_memory(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
+NWB_API int nwb_tel_encode_memory(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                                   const nwb_tel_mem_record_t *recs, uint32_t n,
                                   uint64_t process_rss_bytes, uint64_t sample_time_ns);
 
@@ -376,7 +359,7 @@ NWB_API int nwb_tel_encode_memory(nwb_tel_buf_t *b, uint64_t ts, uint64_t frame,
  * validated like the decoder does; kinds 0 and NWB_TEL_KIND_SEGMENT are refused. @p payload
  * is borrowed and must not point into @p b (the buffer may move while it grows).
  */
-NWB_API int nwb_tel_encode_raw(nwb_tel_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
+NWB_API int nwb_tel_encode_raw(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
                                uint64_t frame, const void *payload, size_t len);
 
 /* ---- Strict decoder ----------------------------------------------------------------------- */

@@ -95,7 +95,7 @@ typedef struct nwb_tel_report_options {
  * negative code (-ENOMEM, NWB_ETOOBIG for a report above json_max).
  */
 NWB_API int nwb_tel_report_build(const uint8_t *stream, size_t len,
-                                 const nwb_tel_report_options_t *opt, nwb_tel_buf_t *out,
+                                 const nwb_tel_report_options_t *opt, nwb_buf_t *out,
                                  nwb_tel_decode_result_t *res);
 
 /* ---- Dump and Chrome trace ---------------------------------------------------------------- */
@@ -145,7 +145,7 @@ typedef struct nwb_tel_synth_config {
  * @p names is not NULL every name the stream uses is added to it (to write a .namesym).
  * Returns 0 or a buffer error.
  */
-NWB_API int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_tel_buf_t *out,
+NWB_API int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_buf_t *out,
                           nwb_namesym_builder_t *names);
 
 #ifdef __cplusplus

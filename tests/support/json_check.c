@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tel_json_check.c - a strict RFC 8259 JSON checker (UTF-8 validated, surrogates paired,
- * number grammar exact, nesting bounded) used by the telemetry tests and the fuzz target.
+ * json_check.c - a strict RFC 8259 JSON checker (UTF-8 validated, surrogates paired,
+ * number grammar exact, nesting bounded) used by every test and fuzz oracle that reads JSON nwb
+ * wrote.
  */
 #include <string.h>
 
-#include "tel_json_check.h"
+#include "json_check.h"
 
 struct jp {
     const unsigned char *s;
@@ -269,7 +270,7 @@ static int value(struct jp *p)
     }
 }
 
-int tel_json_check(const char *s, size_t len, size_t *bad_offset)
+int nwb_test_json_check(const char *s, size_t len, size_t *bad_offset)
 {
     struct jp p = {(const unsigned char *)s, len, 0, 0};
 

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* deadline.c - monotonic deadlines and the condition variables that wait on them. */
+#include <errno.h>
+
+#include "nwb/deadline.h"
+
+uint64_t nwb_monotonic_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+nwb_deadline_t nwb_deadline_in_ms(long long ms)
+{
+    nwb_deadline_t d;
+
+    if (ms < 0) {
+        ms = 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &d.at);
+    d.at.tv_sec += (time_t)(ms / 1000);
+    d.at.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (d.at.tv_nsec >= 1000000000L) {
+        d.at.tv_sec++;
+        d.at.tv_nsec -= 1000000000L;
+    }
+    return d;
+}
+
+long long nwb_deadline_left_ms(const nwb_deadline_t *d)
+{
+    struct timespec now;
+    long long ns;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ns = (long long)(d->at.tv_sec - now.tv_sec) * 1000000000LL + (d->at.tv_nsec - now.tv_nsec);
+    if (ns <= 0) {
+        return 0;
+    }
+    return (ns + 999999) / 1000000;
+}
+
+int nwb_deadline_expired(const nwb_deadline_t *d)
+{
+    return nwb_deadline_left_ms(d) == 0;
+}
+
+int nwb_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int err = pthread_condattr_init(&attr);
+
+    if (err != 0) {
+        return err;
+    }
+    err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (err == 0) {
+        err = pthread_cond_init(cond, &attr);
+    }
+    pthread_condattr_destroy(&attr);
+    return err;
+}
+
+int nwb_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, const nwb_deadline_t *d)
+{
+    const int err = pthread_cond_timedwait(cond, mu, &d->at);
+
+    return err == ETIMEDOUT ? ETIMEDOUT : 0;
+}

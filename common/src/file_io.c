@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* file_io.c - write all, read a whole capped file, mkdir -p (nwb/file_io.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "nwb/file_io.h"
+
+int nwb_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n > 0) {
+        const ssize_t w = write(fd, c, n);
+
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -errno;
+        }
+        if (w == 0) {
+            return -EIO;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at)
+{
+    const char *c = p;
+
+    while (n > 0) {
+        const ssize_t w = pwrite(fd, c, n, at);
+
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -errno;
+        }
+        if (w == 0) {
+            return -EIO;
+        }
+        c += w;
+        n -= (size_t)w;
+        at += w;
+    }
+    return 0;
+}
+
+int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, size_t *len)
+{
+    struct stat st;
+    uint8_t *buf;
+    size_t off = 0;
+    int err = 0;
+    const int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+    *out = NULL;
+    *len = 0;
+    if (fd < 0) {
+        return -errno;
+    }
+    if (fstat(fd, &st) != 0) {
+        err = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        err = NWB_ENOTREG;
+    } else if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max) {
+        err = NWB_ETOOBIG;
+    }
+    if (err != 0) {
+        close(fd);
+        return err;
+    }
+    buf = nwb_malloc((size_t)st.st_size + 1);
+    if (buf == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (off < (size_t)st.st_size) {
+        const ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            err = -errno;
+            close(fd);
+            nwb_free(buf);
+            return err;
+        }
+        if (r == 0) {
+            break; /* shrank meanwhile: the caller sees what was there */
+        }
+        off += (size_t)r;
+    }
+    close(fd);
+    buf[off] = 0;
+    *out = buf;
+    *len = off;
+    return 0;
+}
+
+int nwb_file_read(const char *path, size_t max, uint8_t **out, size_t *len)
+{
+    return nwb_file_read_at(AT_FDCWD, path, max, out, len);
+}
+
+int nwb_mkdir_p(const char *path, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    const size_t len = strlen(path);
+
+    if (len == 0) {
+        return -ENOENT;
+    }
+    if (len >= sizeof(tmp)) {
+        return -ENAMETOOLONG;
+    }
+    memcpy(tmp, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (tmp[i] == '/' || tmp[i] == '\0') {
+            const char saved = tmp[i];
+
+            tmp[i] = '\0';
+            if (mkdir(tmp, mode) != 0 && errno != EEXIST) {
+                return -errno;
+            }
+            tmp[i] = saved;
+        }
+    }
+    /* EEXIST above also covers a file of that name: the path must end in a directory. */
+    {
+        struct stat st;
+
+        if (stat(path, &st) != 0) {
+            return -errno;
+        }
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    }
+}
