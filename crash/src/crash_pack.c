@@ -317,30 +317,6 @@ fail_list:
     return err;
 }
 
-/* The value of "key=" in manifest text @p m (length @p n), sanitised, into @p out. */
-static void manifest_value(const char *m, size_t n, const char *key, char *out, size_t cap)
-{
-    const size_t klen = strlen(key);
-    size_t i = 0;
-
-    out[0] = '\0';
-    while (i < n) {
-        size_t end = i;
-
-        while (end < n && m[end] != '\n') {
-            end++;
-        }
-        if (end - i > klen && memcmp(m + i, key, klen) == 0 && m[i + klen] == '=') {
-            nwb_safe_name(out, m + i + klen + 1, end - i - klen - 1, "");
-            if (strlen(out) >= cap) {
-                out[cap - 1] = '\0';
-            }
-            return;
-        }
-        i = end + 1;
-    }
-}
-
 int nwb__crash_archive_identity(const char *file, char *program, char *run)
 {
     struct archive *a = archive_read_new();
@@ -366,12 +342,12 @@ int nwb__crash_archive_identity(const char *file, char *program, char *run)
             name += 2;
         }
         if (name != NULL && strcmp(name, NWB_CRASH_MANIFEST_NAME) == 0) {
-            char buf[16 * 1024];
+            char buf[NWB_CRASH_MANIFEST_READ_MAX];
             const la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
 
             if (n > 0) {
-                manifest_value(buf, (size_t)n, "program", program, NWB_SAFE_NAME_MAX + 1);
-                manifest_value(buf, (size_t)n, "run", run, NWB_SAFE_NAME_MAX + 1);
+                nwb_crash_manifest_value(buf, (size_t)n, "program", program);
+                nwb_crash_manifest_value(buf, (size_t)n, "run", run);
                 err = 0;
             }
             break;

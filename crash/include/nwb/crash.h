@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nwb/common.h"
+#include "nwb/crash_manifest.h" /* NWB_CRASH_MANIFEST_NAME, NWB_CRASH_MANIFEST_MAGIC */
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,10 +31,6 @@ extern "C" {
 #define NWB_CRASH_GPU_BLOB_MAX   (64u * 1024u * 1024u) /* each GPU vendor/metadata blob */
 #define NWB_CRASH_PATH_MAX       1024u                 /* crash_dir and helper paths */
 #define NWB_CRASH_ID_MAX         64u                   /* server ids ("id" in the 200 answer) */
-
-/* The package's required first file and its first line. */
-#define NWB_CRASH_MANIFEST_NAME  "manifest.txt"
-#define NWB_CRASH_MANIFEST_MAGIC "nwb-crash-manifest 1"
 
 /**
  * Capture settings. Strings are copied by nwb_crash_install(). Every NULL or
