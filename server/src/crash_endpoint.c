@@ -10,7 +10,10 @@
 #include <string.h>
 
 #include "nwb/alloc.h"
+#include "nwb/buf.h"
 #include "nwb/error.h"
+#include "nwb/json.h"
+
 #include "crash_int.h"
 #include "server_int.h"
 
@@ -50,10 +53,29 @@ static void post_run(struct nwb__conn *c)
                                       c->body_len, p->program, p->run, p->id);
 }
 
+/* 200 {"id":"<id>"}. */
+static void respond_id(struct nwb__conn *c, const char *id)
+{
+    nwb_buf_t b = NWB_BUF_INIT(128);
+    nwb_json_t j;
+
+    nwb_json_init(&j, &b, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "id");
+    nwb_json_cstr(&j, id);
+    nwb_json_obj_end(&j);
+    nwb_json_space(&j, "\n", 1);
+    if (nwb_json_finish(&j) != 0) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+    } else {
+        nwb__conn_respond(c, 200, "application/json", (const char *)b.data, b.len, 0, NULL);
+    }
+    nwb_buf_cleanup(&b);
+}
+
 static void post_done(struct nwb__conn *c)
 {
     struct crash_post *p = c->work.ctx;
-    char body[64];
     char ebuf[96];
     char msg[160];
 
@@ -61,8 +83,7 @@ static void post_done(struct nwb__conn *c)
     if (c->state != NWB__CONN_CLOSED) {
         switch (p->err) {
         case 0:
-            snprintf(body, sizeof(body), "{\"id\": \"%s\"}\n", p->id);
-            nwb__conn_respond(c, 200, "application/json", body, strlen(body), 0, NULL);
+            respond_id(c, p->id);
             break;
         case NWB_ETOOBIG:
             nwb__conn_respond_error(c, 413, "crash archive exceeds --crash-max-archive-bytes");
@@ -121,8 +142,14 @@ static void view_done(struct nwb__conn *c)
     if (c->state != NWB__CONN_CLOSED) {
         if (v->err == -EINVAL || v->err == -ENOENT) {
             nwb__conn_respond_error(c, 404, "no such crash");
-        } else if (v->err != 0) {
+        } else if (v->err == -ENOMEM) {
             nwb__conn_respond_error(c, 503, "out of memory");
+        } else if (v->err != 0) {
+            char ebuf[96], msg[160];
+
+            snprintf(msg, sizeof(msg), "cannot describe the crashes: %s",
+                     nwb_strerror_r(v->err, ebuf, sizeof(ebuf)));
+            nwb__conn_respond_error(c, 500, msg);
         } else {
             nwb__conn_respond(c, 200, "application/json", v->json, v->len, 1, NULL);
             v->json = NULL;

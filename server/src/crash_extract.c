@@ -1,44 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash_ingest.c - the crash worker and its extraction routine. An archive
- * (tar or zip, uncompressed, gzip or zstd; never an external program) is
- * unpacked into crashes/.staging/<id> through *at() calls on folder fds:
- * only regular files and folders are created, every path is checked before
- * use, and the caps are counted on bytes actually written.
+ * crash_extract.c - the extraction of one crash archive, for the crash worker
+ * (crash_ingest.c) and the fuzz target. An archive (tar or zip, uncompressed,
+ * gzip or zstd; never an external program) is unpacked into an empty folder
+ * (crashes/.staging/<id>) through *at() calls on folder fds: only regular
+ * files and folders are created, every path is checked before use, the caps
+ * are counted on bytes actually written, and the package must hold the crash
+ * manifest (nwb/crash_manifest.h), whose keys the views read back here too.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
 #include <archive_entry.h>
 
 #include "nwb/alloc.h"
+#include "nwb/crash_manifest.h"
 #include "nwb/error.h"
-#include "nwb/safe_name.h"
+#include "nwb/file_io.h"
 
-#include "crash_int.h"
-
-/* Bounded string copy (truncates; always NUL-terminates). */
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    const size_t n = strnlen(src, cap - 1);
-
-    memmove(dst, src, n);
-    dst[n] = '\0';
-}
+#include "crash_ingest_int.h"
 
 #define NAME_MAX_BYTES 255u          /* one path component, as the file system allows */
 #define DATA_BLOCK     (64u * 1024u) /* bytes read from libarchive per call */
-#define MANIFEST_READ  (16u * 1024u) /* manifest bytes parsed for the listing keys */
-#define RMTREE_DEPTH   64u
 
 /* ---- path checks ---- */
 
@@ -269,23 +258,6 @@ static int create_path(int root, const char *path, int is_dir, int *fd_out, char
     return err;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        const ssize_t k = write(fd, p, n);
-
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k <= 0) {
-            return k < 0 ? -errno : -EIO;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* ---- extraction ---- */
 
 struct run {
@@ -349,7 +321,7 @@ static int copy_data(struct run *r, int fd, const char *path)
                      r->caps->max_ratio);
             return NWB_EARCHIVE;
         }
-        err = write_all(fd, r->buf, (size_t)n);
+        err = nwb_write_all(fd, r->buf, (size_t)n);
         if (err != 0) {
             snprintf(r->reason, r->reason_cap, "cannot write extracted data: %s", strerror(-err));
             return err;
@@ -401,57 +373,55 @@ static int one_entry(struct run *r, struct archive_entry *e, int root)
     return err;
 }
 
-static void manifest_key(const char *m, size_t n, const char *key, char *out)
+int nwb__crash_manifest_read(int dirfd, const char *path, struct nwb__crash_manifest *m)
 {
-    const size_t klen = strlen(key);
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n;) {
-        size_t end = i;
-
-        while (end < n && m[end] != '\n') {
-            end++;
-        }
-        if (end - i > klen && memcmp(m + i, key, klen) == 0 && m[i + klen] == '=') {
-            nwb_safe_name(out, m + i + klen + 1, end - i - klen - 1, "");
-            return;
-        }
-        i = end + 1;
-    }
-}
-
-static int check_manifest(struct run *r, int root)
-{
-    static const char magic[] = NWB__CRASH_MANIFEST_MAGIC "\n";
-    const int fd = openat(root, NWB__CRASH_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    static const char magic[] = NWB_CRASH_MANIFEST_MAGIC "\n";
+    char text[NWB_CRASH_MANIFEST_READ_MAX];
+    const int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     size_t used = 0;
-    char sig[NWB_SAFE_NAME_MAX + 1];
 
+    memset(m, 0, sizeof(*m));
     if (fd < 0) {
-        snprintf(r->reason, r->reason_cap,
-                 "no crash manifest: the package needs " NWB__CRASH_MANIFEST_NAME
-                 " at its top starting with \"" NWB__CRASH_MANIFEST_MAGIC "\"");
-        return NWB_EARCHIVE;
+        return -errno;
     }
-    while (used < MANIFEST_READ) {
-        const ssize_t n = read(fd, r->buf + used, MANIFEST_READ - used);
+    /* Only the head: a manifest may be larger (command line, modules), its keys come first. */
+    while (used < sizeof(text)) {
+        const ssize_t n = read(fd, text + used, sizeof(text) - used);
 
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
         if (n <= 0) {
             break;
         }
         used += (size_t)n;
     }
     close(fd);
-    if (used < sizeof(magic) - 1 || memcmp(r->buf, magic, sizeof(magic) - 1) != 0) {
-        snprintf(r->reason, r->reason_cap,
-                 "bad crash manifest: " NWB__CRASH_MANIFEST_NAME
-                 " does not start with \"" NWB__CRASH_MANIFEST_MAGIC "\"");
+    if (used < sizeof(magic) - 1 || memcmp(text, magic, sizeof(magic) - 1) != 0) {
         return NWB_EARCHIVE;
     }
-    manifest_key(r->buf, used, "program", r->info->program);
-    manifest_key(r->buf, used, "run", r->info->run);
-    manifest_key(r->buf, used, "signal", sig);
-    copy_str(r->info->signal, sizeof(r->info->signal), sig);
+    nwb_crash_manifest_value(text, used, "program", m->program);
+    nwb_crash_manifest_value(text, used, "run", m->run);
+    nwb_crash_manifest_value(text, used, "signal", m->signal);
+    return 0;
+}
+
+static int check_manifest(struct run *r, int root)
+{
+    const int err = nwb__crash_manifest_read(root, NWB_CRASH_MANIFEST_NAME, &r->info->manifest);
+
+    if (err == NWB_EARCHIVE) {
+        snprintf(r->reason, r->reason_cap,
+                 "bad crash manifest: " NWB_CRASH_MANIFEST_NAME
+                 " does not start with \"" NWB_CRASH_MANIFEST_MAGIC "\"");
+        return NWB_EARCHIVE;
+    }
+    if (err != 0) {
+        snprintf(r->reason, r->reason_cap,
+                 "no crash manifest: the package needs " NWB_CRASH_MANIFEST_NAME
+                 " at its top starting with \"" NWB_CRASH_MANIFEST_MAGIC "\"");
+        return NWB_EARCHIVE;
+    }
     return 0;
 }
 
@@ -489,7 +459,7 @@ int nwb__crash_extract(const void *data, int src_fd, uint64_t len, int dst_dirfd
     r.info = info;
     r.reason = reason;
     r.reason_cap = reason_cap;
-    r.buf = nwb_malloc(DATA_BLOCK > MANIFEST_READ ? DATA_BLOCK : MANIFEST_READ);
+    r.buf = nwb_malloc(DATA_BLOCK);
     r.a = archive_read_new();
     if (r.buf == NULL || r.a == NULL) {
         snprintf(reason, reason_cap, "out of memory");
@@ -551,223 +521,4 @@ out:
     }
     nwb_free(r.buf);
     return err;
-}
-
-/* ---- removal ---- */
-
-static int rmtree_fd(int dirfd, unsigned depth);
-
-static int rm_child(int dirfd, const char *name, unsigned depth)
-{
-    struct stat st;
-    int fd, err;
-
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        return errno == ENOENT ? 0 : -errno;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        return unlinkat(dirfd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
-    }
-    if (depth >= RMTREE_DEPTH) {
-        return -ELOOP;
-    }
-    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    err = rmtree_fd(fd, depth + 1);
-    close(fd);
-    if (err == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        err = -errno;
-    }
-    return err;
-}
-
-static int rmtree_fd(int dirfd, unsigned depth)
-{
-    const int dup_fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d;
-    const struct dirent *de;
-    int err = 0;
-
-    if (dup_fd < 0) {
-        return -errno;
-    }
-    d = fdopendir(dup_fd);
-    if (d == NULL) {
-        err = -errno;
-        close(dup_fd);
-        return err;
-    }
-    while ((de = readdir(d)) != NULL) {
-        int e2;
-
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
-            continue;
-        }
-        e2 = rm_child(dirfd, de->d_name, depth);
-        if (e2 != 0 && err == 0) {
-            err = e2;
-        }
-    }
-    closedir(d);
-    return err;
-}
-
-int nwb__crash_rmtree_at(int dirfd, const char *name)
-{
-    return rm_child(dirfd, name, 0);
-}
-
-/* ---- the worker ---- */
-
-static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *job)
-{
-    char name[NWB_CRASH_INGEST_ID_LEN + 16];
-    char reason[1024];
-    struct nwb__crash_extract_info info;
-    struct stat st;
-    int src, dst, rc;
-
-    snprintf(name, sizeof(name), "%s.%s", job->id, job->ext);
-    src = openat(ci->raw_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (src < 0 || fstat(src, &st) != 0) {
-        snprintf(reason, sizeof(reason), "raw archive %s vanished: %s", name, strerror(errno));
-        if (src >= 0) {
-            close(src);
-        }
-        pthread_mutex_lock(&ci->lock);
-        nwb__crash_store_settle(ci, job, -ENOENT, reason);
-        pthread_mutex_unlock(&ci->lock);
-        return;
-    }
-    (void)nwb__crash_rmtree_at(ci->stage_fd, job->id);
-    if (mkdirat(ci->stage_fd, job->id, 0755) != 0 ||
-        (dst = openat(ci->stage_fd, job->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-            0) {
-        rc = -errno;
-        snprintf(reason, sizeof(reason), "cannot create the staging folder: %s", strerror(-rc));
-    } else {
-        rc = nwb__crash_extract(NULL, src, (uint64_t)st.st_size, dst, &ci->caps, &ci->stopping,
-                                &info, reason, sizeof(reason));
-        close(dst);
-    }
-    close(src);
-    if (rc != 0) {
-        (void)nwb__crash_rmtree_at(ci->stage_fd, job->id);
-    }
-    if (rc != 0 && rc != NWB_EARCHIVE && rc != NWB_ECLOSED) {
-        fprintf(stderr, "nwb-logserver: crash %s kept for the next start: %s\n", job->id, reason);
-    }
-    pthread_mutex_lock(&ci->lock);
-    nwb__crash_store_settle(ci, job, rc, reason);
-    pthread_mutex_unlock(&ci->lock);
-}
-
-static void *worker_main(void *arg)
-{
-    struct nwb__crash_ingest *ci = arg;
-
-    pthread_mutex_lock(&ci->lock);
-    for (;;) {
-        struct nwb__crash_job job;
-
-        while ((ci->q_len == 0 || ci->paused) && !atomic_load(&ci->stopping)) {
-            if (ci->rescan) {
-                ci->rescan = 0;
-                nwb__crash_store_requeue(ci);
-                if (ci->q_len > 0 && !ci->paused) {
-                    break;
-                }
-            }
-            pthread_cond_broadcast(&ci->idle);
-            pthread_cond_wait(&ci->wake, &ci->lock);
-        }
-        if (atomic_load(&ci->stopping)) {
-            break;
-        }
-        job = ci->queue[ci->q_head];
-        ci->busy = 1;
-        pthread_mutex_unlock(&ci->lock);
-        process(ci, &job);
-        pthread_mutex_lock(&ci->lock);
-        /* Popped only now: a submit meanwhile sees the id as queued and does not store it twice. */
-        ci->q_head = (ci->q_head + 1) % ci->caps.max_queue;
-        ci->q_len--;
-        ci->busy = 0;
-    }
-    ci->busy = 0;
-    pthread_cond_broadcast(&ci->idle);
-    pthread_mutex_unlock(&ci->lock);
-    return NULL;
-}
-
-int nwb__crash_worker_start(struct nwb__crash_ingest *ci)
-{
-    const int err = pthread_create(&ci->worker, NULL, worker_main, ci);
-
-    if (err != 0) {
-        return -err;
-    }
-    ci->worker_started = 1;
-    return 0;
-}
-
-void nwb__crash_ingest_pause(struct nwb__crash_ingest *ci, int paused)
-{
-    pthread_mutex_lock(&ci->lock);
-    ci->paused = paused;
-    pthread_cond_broadcast(&ci->wake);
-    pthread_mutex_unlock(&ci->lock);
-}
-
-int nwb__crash_ingest_wait_idle(struct nwb__crash_ingest *ci, unsigned timeout_ms)
-{
-    struct timespec deadline;
-    int err = 0;
-
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000u;
-    deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&ci->lock);
-    while ((ci->q_len > 0 || ci->busy || ci->rescan) && !atomic_load(&ci->stopping)) {
-        if (pthread_cond_timedwait(&ci->idle, &ci->lock, &deadline) == ETIMEDOUT) {
-            err = NWB_ETIMEOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&ci->lock);
-    return err;
-}
-
-void nwb__crash_ingest_stop(struct nwb__crash_ingest *ci)
-{
-    if (ci == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&ci->lock);
-    atomic_store(&ci->stopping, 1);
-    pthread_cond_broadcast(&ci->wake);
-    pthread_cond_broadcast(&ci->idle);
-    pthread_mutex_unlock(&ci->lock);
-    if (ci->worker_started) {
-        pthread_join(ci->worker, NULL);
-    }
-    {
-        const int fds[] = {ci->queue_fd, ci->stage_fd, ci->tmp_fd, ci->inv_fd,
-                           ci->raw_fd,   ci->pkg_fd,   ci->root_fd};
-
-        for (size_t i = 0; i < NWB_ARRAY_SIZE(fds); i++) {
-            close(fds[i]);
-        }
-    }
-    pthread_cond_destroy(&ci->idle);
-    pthread_cond_destroy(&ci->wake);
-    pthread_mutex_destroy(&ci->lock);
-    nwb_free(ci->queue);
-    nwb_free(ci);
 }

@@ -17,12 +17,11 @@
 
 #include "nwb/error.h"
 
-#include "crash_int.h"
+#include "../fuzz/fuzz_crash_ingest_caps.h"
+#include "crash_ingest_int.h"
 #include "crash_test_archive.h"
 
-/* The same caps as tests/fuzz/fuzz_crash_ingest.c. */
-static const struct nwb_crash_caps fuzz_caps = {
-    1u << 20, 64u, 128u, 6u, 256u * 1024u, 1u << 20, 50u, 64u * 1024u, 4u, 0u, 0u, 0u};
+static const struct nwb_crash_caps fuzz_caps = NWB_FUZZ_CRASH_CAPS;
 
 static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\nprogram=seed\nrun=0\n"
                                "signal=SIGSEGV\n";

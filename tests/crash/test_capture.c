@@ -27,7 +27,7 @@
 
 #include "nwb/crash.h"
 
-#include "crash_int.h"
+#include "crash_ingest_int.h"
 #include "crash_test_archive.h"
 #include "crash_test_run.h"
 #include "test_support.h"
@@ -138,7 +138,7 @@ static void assert_ingest_accepts(struct fixture *f)
                            sizeof(why)) != 0) {
         fail_msg("ingest refused the package: %s", why);
     }
-    assert_string_equal(info.program, "crash_prog");
+    assert_string_equal(info.manifest.program, "crash_prog");
     close(src);
     close(dst);
 }

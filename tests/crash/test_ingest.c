@@ -4,7 +4,8 @@
  * archives built with libarchive: every accepted format, idempotent ids,
  * every kind of bad archive (each ends in invalid/ with a reason, nothing is
  * written outside --out, and a valid archive still goes through after it),
- * the caps at their edges, the queue bound, restart recovery, JSON and metrics.
+ * the caps at their edges, the queue bound, restart recovery, the JSON views
+ * (strict JSON in every status) and metrics.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -22,8 +23,9 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 
-#include "crash_int.h"
+#include "crash_ingest_int.h"
 #include "crash_test_archive.h"
+#include "json_check.h"
 #include "test_support.h"
 
 #define WAIT_MS 30000u
@@ -760,7 +762,131 @@ static void test_ingest_stop_during_extraction_leaves_no_partial_output(void **s
     free(a);
 }
 
+/* wait_idle measures its timeout on the monotonic clock (nwb/deadline.h): with the worker
+ * paused and one archive queued it returns NWB_ETIMEOUT after the timeout, not before. */
+static void test_ingest_wait_idle_times_out_while_paused(void **state)
+{
+    struct fixture *f = *state;
+    char id[NWB_CRASH_INGEST_ID_LEN + 1];
+    size_t len;
+    void *a = ta_package("tar", "paused", &len);
+    long long t0, waited;
+
+    assert_non_null(a);
+    start(f);
+    nwb__crash_ingest_pause(f->ci, 1);
+    assert_int_equal(nwb__crash_ingest_submit(f->ci, a, len, NULL, NULL, id), 0);
+    t0 = nwb_test_now_ms();
+    assert_int_equal(nwb__crash_ingest_wait_idle(f->ci, 150), NWB_ETIMEOUT);
+    waited = nwb_test_now_ms() - t0;
+    assert_true(waited >= 150);
+    assert_true(waited < 10000);
+    nwb__crash_ingest_pause(f->ci, 0);
+    assert_int_equal(nwb__crash_ingest_wait_idle(f->ci, WAIT_MS), 0);
+    assert_extracted(f, id);
+    free(a);
+}
+
+/* Every stop and close of the crash ingest accepts NULL, and closing a store twice is fine. */
+static void test_ingest_stop_and_close_accept_null(void **state)
+{
+    struct fixture *f = *state;
+    struct nwb__crash_store st;
+
+    nwb__crash_ingest_stop(NULL);
+    nwb__crash_store_close(NULL);
+    assert_int_equal(nwb__crash_store_open(&st, f->out), 0);
+    nwb__crash_store_close(&st);
+    assert_int_equal(st.root_fd, -1);
+    nwb__crash_store_close(&st);
+}
+
 /* ---- views ---- */
+
+/* @p json (from a view) is one strict JSON value of strlen(json) == @p len bytes. */
+static void expect_strict_json(const char *json, size_t len)
+{
+    size_t bad = 0;
+
+    assert_int_equal(strlen(json), len);
+    if (nwb_test_json_check(json, len, &bad) != 0) {
+        fail_msg("not valid JSON at byte %zu: %.2000s", bad, json);
+    }
+}
+
+static int occurrences(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle)) {
+        n++;
+    }
+    return n;
+}
+
+/* One crash per status (stored, extracted, invalid, queued), a file name with a quote and
+ * non-ASCII: the list and each crash are strict JSON with the keys of docs/crash.md. */
+static void test_ingest_views_are_strict_json_in_every_status(void **state)
+{
+    struct fixture *f = *state;
+    static const char odd_name[] = "quo\"te \xc3\xbc.txt";
+    const struct ta_entry odd[] = {MANIFEST_ENTRY, {odd_name, TA_FILE, "o", 1, 0, 0, NULL}};
+    const struct ta_entry bad[] = {{"crash.txt", TA_FILE, "x", 1, 0, 0, NULL}};
+    const struct {
+        const struct ta_entry *e;
+        size_t n;
+        const char *status;
+    } uploads[] = {{NULL, 0, "stored"}, {odd, 2, "extracted"}, {bad, 1, "invalid"}};
+    char ids[4][NWB_CRASH_INGEST_ID_LEN + 1];
+    char *json;
+    size_t len, jlen;
+    void *a;
+
+    f->caps.retain_packages = 1; /* the first package is pruned: its raw archive is "stored" */
+    start(f);
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(uploads); i++) {
+        a = uploads[i].e != NULL ? ta_build("tar", uploads[i].e, uploads[i].n, &len)
+                                 : ta_package("tar.zst", "stored", &len);
+        assert_non_null(a);
+        snprintf(ids[i], sizeof(ids[i]), "%s", submit(f, a, len));
+        free(a);
+    }
+    nwb__crash_ingest_pause(f->ci, 1);
+    a = ta_package("zip", "queued", &len);
+    assert_int_equal(nwb__crash_ingest_submit(f->ci, a, len, "qprog", "qrun", ids[3]), 0);
+    free(a);
+
+    assert_int_equal(nwb__crash_ingest_list_json(f->ci, &json, &jlen), 0);
+    expect_strict_json(json, jlen);
+    assert_int_equal(occurrences(json, "{\"id\":\""), 4);
+    assert_int_equal(occurrences(json, ",\"sizes\":{\"archive\":"), 4);
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(uploads); i++) {
+        char want[96];
+
+        snprintf(want, sizeof(want), "\"status\":\"%s\"", uploads[i].status);
+        assert_int_equal(occurrences(json, want), 1);
+    }
+    assert_int_equal(occurrences(json, "\"status\":\"queued\""), 1);
+    assert_non_null(strstr(json, "\"program\":\"qprog\",\"run\":\"qrun\""));
+    nwb_free(json);
+
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(nwb__crash_ingest_get_json(f->ci, ids[i], &json, &jlen), 0);
+        expect_strict_json(json, jlen);
+        assert_int_equal(occurrences(json, "{\"id\":\""), 1);
+        assert_int_equal(occurrences(json, "\"files\":["), i == 1);
+        assert_int_equal(occurrences(json, "\"reason\":\""), i == 2);
+        if (i == 1) {
+            assert_non_null(strstr(json, "{\"path\":\"quo\\\"te \xc3\xbc.txt\",\"bytes\":1}"));
+        }
+        if (i == 0) {
+            assert_non_null(strstr(json, "\"extracted\":null"));
+        }
+        nwb_free(json);
+    }
+    nwb__crash_ingest_pause(f->ci, 0);
+    assert_int_equal(nwb__crash_ingest_wait_idle(f->ci, WAIT_MS), 0);
+}
 
 static void test_ingest_json_and_metrics_describe_each_category(void **state)
 {
@@ -779,7 +905,7 @@ static void test_ingest_json_and_metrics_describe_each_category(void **state)
     free(a);
 
     assert_int_equal(nwb__crash_ingest_list_json(f->ci, &json, &jlen), 0);
-    assert_int_equal(strlen(json), jlen);
+    expect_strict_json(json, jlen);
     assert_non_null(strstr(json, good));
     assert_non_null(strstr(json, bad));
     assert_non_null(strstr(json, "\"status\":\"extracted\""));
@@ -790,10 +916,12 @@ static void test_ingest_json_and_metrics_describe_each_category(void **state)
     nwb_free(json);
 
     assert_int_equal(nwb__crash_ingest_get_json(f->ci, good, &json, &jlen), 0);
+    expect_strict_json(json, jlen);
     assert_non_null(strstr(json, "\"files\":[{\"path\":\""));
     assert_non_null(strstr(json, "manifest.txt"));
     nwb_free(json);
     assert_int_equal(nwb__crash_ingest_get_json(f->ci, bad, &json, &jlen), 0);
+    expect_strict_json(json, jlen);
     assert_non_null(strstr(json, "\"reason\":\"no crash manifest"));
     assert_non_null(strstr(json, "\"program\":\"prog\""));
     nwb_free(json);
@@ -836,7 +964,10 @@ int main(void)
         T(test_ingest_retention_zero_never_prunes),
         T(test_ingest_stored_but_unextracted_is_redone_at_start),
         T(test_ingest_stop_during_extraction_leaves_no_partial_output),
+        T(test_ingest_wait_idle_times_out_while_paused),
+        T(test_ingest_stop_and_close_accept_null),
         T(test_ingest_json_and_metrics_describe_each_category),
+        T(test_ingest_views_are_strict_json_in_every_status),
     };
 #undef T
 

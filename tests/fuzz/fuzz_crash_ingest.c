@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_crash_ingest.c - any byte string given to the crash ingest's
- * extraction (server/src/crash_ingest.c) must be accepted as a package or
+ * extraction (server/src/crash_extract.c) must be accepted as a package or
  * refused as invalid, never crash or leak, and leave behind only regular
  * files and folders inside its own staging folder, within the caps; a sentinel
  * file beside that folder keeps its content and mtime, and nothing else appears
- * beside it. Seeds: tests/fuzz/corpus/crash_ingest/ (written by
- * tests/crash/gen_crash_ingest_corpus.c; regress-* files are fuzzer findings).
+ * beside it. What was extracted, listed as GET /v1/crashes/<id> lists a
+ * package's files (crash_list.c), is strict JSON naming every file. Seeds:
+ * tests/fuzz/corpus/crash_ingest/ (written by tests/crash/gen_crash_ingest_corpus.c;
+ * regress-* files are fuzzer findings).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -19,14 +21,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nwb/buf.h"
+#include "nwb/crash_manifest.h"
 #include "nwb/error.h"
+#include "nwb/json.h"
 
-#include "crash_int.h"
+#include "../support/json_check.h"
+#include "crash_ingest_int.h"
+#include "fuzz_crash_ingest_caps.h"
 
-/* Small caps so the fuzzer reaches every limit quickly (gen_crash_ingest_corpus.c checks its
- * seeds against the same values). */
-static const struct nwb_crash_caps fuzz_caps = {
-    1u << 20, 64u, 128u, 6u, 256u * 1024u, 1u << 20, 50u, 64u * 1024u, 4u, 0u, 0u, 0u};
+static const struct nwb_crash_caps fuzz_caps = NWB_FUZZ_CRASH_CAPS;
 
 /* The sentinel's bytes; it lives beside the staging folders, outside every extraction root. */
 static const char sentinel_text[] = "sentinel: extraction must never touch this file\n";
@@ -85,8 +89,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Only regular files and folders below @p fd; returns the bytes in its files. */
-static uint64_t check_tree(int fd, unsigned depth)
+/* Only regular files and folders below @p fd; returns the bytes in its files, counts them in
+ * @p *files. */
+static uint64_t check_tree(int fd, unsigned depth, size_t *files)
 {
     const int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
@@ -111,13 +116,14 @@ static uint64_t check_tree(int fd, unsigned depth)
             if (sub < 0 || depth > fuzz_caps.max_path_depth) {
                 fatal("folder too deep or unreadable:", e->d_name);
             }
-            sum += check_tree(sub, depth + 1);
+            sum += check_tree(sub, depth + 1, files);
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
             if ((uint64_t)st.st_size > fuzz_caps.max_entry_bytes) {
                 fatal("file over the entry cap:", e->d_name);
             }
             sum += (uint64_t)st.st_size;
+            (*files)++;
         } else {
             fatal("not a regular file or folder:", e->d_name);
         }
@@ -165,11 +171,36 @@ static void check_outside(const char *staging)
     closedir(d);
 }
 
+/* The package's file list, as the crash view writes it, is strict JSON with @p files entries. */
+static void check_files_json(int dfd, size_t files)
+{
+    nwb_buf_t b = NWB_BUF_INIT(NWB__CRASH_JSON_MAX);
+    nwb_json_t j;
+    size_t bad = 0, paths = 0;
+
+    nwb_json_init(&j, &b, NULL);
+    nwb__crash_files_json(dfd, &j);
+    if (nwb_json_finish(&j) != 0) {
+        fatal("the file list cannot be written", NULL);
+    }
+    if (nwb_test_json_check((const char *)b.data, b.len, &bad) != 0) {
+        fatal("the file list is not valid JSON", NULL);
+    }
+    for (size_t i = 0; i + 8 <= b.len; i++) {
+        paths += memcmp(b.data + i, "{\"path\":", 8) == 0;
+    }
+    if (paths != files) {
+        fatal("the file list does not name every file", NULL);
+    }
+    nwb_buf_cleanup(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct nwb__crash_extract_info info;
+    struct nwb__crash_manifest manifest;
     char name[32], reason[1024];
-    struct stat st;
+    size_t files = 0;
     int dfd, rc;
 
     init_once();
@@ -190,12 +221,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fatal("invalid without a reason", NULL);
     }
     check_outside(name);
-    if (check_tree(dfd, 0) > fuzz_caps.max_total_bytes) {
+    if (check_tree(dfd, 0, &files) > fuzz_caps.max_total_bytes) {
         fatal("more bytes than the total cap", NULL);
     }
-    if (rc == 0 && fstatat(dfd, NWB__CRASH_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (rc == 0 && nwb__crash_manifest_read(dfd, NWB_CRASH_MANIFEST_NAME, &manifest) != 0) {
         fatal("accepted without a manifest", NULL);
     }
+    check_files_json(dfd, files);
     close(dfd);
     if (nwb__crash_rmtree_at(root_fd, name) != 0) {
         fatal("cannot remove the staging folder", name);

@@ -6,7 +6,9 @@
  * edge, Content-Length and chunked) while /v1/log keeps --max-body-bytes; a
  * full crash queue is 503 with Retry-After and the retry is taken; the views
  * answer 200/404/405; /metrics carries the crash counts; SIGTERM during
- * ingest still exits 0.
+ * ingest still exits 0. Every JSON answer (the POST answer, the list with 0,
+ * 1 and 3 crashes, each crash) is parsed by the strict checker of
+ * tests/support/json_check.h and checked for its keys.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "crash_test_archive.h"
+#include "json_check.h"
 #include "server_test_util.h"
 
 struct fx {
@@ -89,7 +92,28 @@ static size_t raw_exchange(int port, const void *req, size_t len, const void *bo
     return used;
 }
 
-/* POST /v1/crash with Content-Length; returns the status, the id into @p id (if 200). */
+/* @p json (@p len bytes) must be exactly one valid JSON value. */
+static void expect_strict_json(const char *json, size_t len, const char *what)
+{
+    size_t bad = 0;
+
+    if (nwb_test_json_check(json, len, &bad) != 0) {
+        fail_msg("%s is not valid JSON at byte %zu: %.2000s", what, bad, json);
+    }
+}
+
+/* The body of the raw answer @p resp (headers and body), or NULL. */
+static const char *body_of(const char *resp)
+{
+    const char *p = strstr(resp, "\r\n\r\n");
+
+    return p != NULL ? p + 4 : NULL;
+}
+
+/*
+ * POST /v1/crash with Content-Length; returns the status, the id into @p id (if 200). A 200
+ * answer must be the strict JSON {"id":"<32 hex>"}.
+ */
 static int post_crash(int port, const void *body, size_t len, char *id, size_t idcap, char *resp,
                       size_t rcap)
 {
@@ -98,7 +122,7 @@ static int post_crash(int port, const void *body, size_t len, char *id, size_t i
                            "POST /v1/crash HTTP/1.1\r\nHost: x\r\nX-NWB-Program: http\r\n"
                            "Connection: close\r\nContent-Length: %zu\r\n\r\n",
                            len);
-    const char *p;
+    const char *b;
     int status = 0;
 
     raw_exchange(port, head, (size_t)n, body, len, resp, rcap);
@@ -107,12 +131,47 @@ static int post_crash(int port, const void *body, size_t len, char *id, size_t i
     }
     if (id != NULL) {
         id[0] = '\0';
-        p = strstr(resp, "{\"id\": \"");
-        if (status == 200 && p != NULL) {
-            snprintf(id, idcap, "%.32s", p + 8);
+    }
+    if (status == 200) {
+        char got[64] = "";
+
+        b = body_of(resp);
+        assert_non_null(b);
+        expect_strict_json(b, strlen(b), "the POST /v1/crash answer");
+        assert_int_equal(sscanf(b, "{\"id\": \"%32[0-9a-f]\"}", got), 1); /* any spacing */
+        assert_int_equal(strlen(got), 32);
+        if (id != NULL) {
+            snprintf(id, idcap, "%s", got);
         }
     }
     return status;
+}
+
+/* GET @p url into @p body; a 200 answer must be strict JSON. Returns the status. */
+static int get_json(int port, const char *url, char *body, size_t cap)
+{
+    const int status = nwb_test_http(port, "GET", url, NULL, NULL, 0, body, cap);
+
+    if (status == 200) {
+        assert_true(strlen(body) + 1 < cap); /* not truncated */
+        expect_strict_json(body, strlen(body), url);
+    }
+    return status;
+}
+
+/* Every key of a crash object appears @p n times in @p json (docs/crash.md, GET /v1/crashes). */
+static void expect_crash_keys(const char *json, int n)
+{
+    static const char *const keys[] = {
+        "\"id\":\"",     "\"received\":\"", "\"program\":\"",          "\"run\":\"",
+        "\"signal\":\"", "\"status\":\"",   "\"sizes\":{\"archive\":", ",\"extracted\":"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (tu_count(json, keys[i]) != n) {
+            fail_msg("%s appears %d times, not %d, in:\n%.2000s", keys[i], tu_count(json, keys[i]),
+                     n, json);
+        }
+    }
 }
 
 static void test_crash_http_body_limit_is_its_own(void **state)
@@ -241,8 +300,7 @@ static void test_crash_http_views_and_methods(void **state)
     void *a;
 
     assert_int_equal(tu_start(&f->srv, f->dir, 0, NULL), 0);
-    assert_int_equal(
-        nwb_test_http(f->srv.port, "GET", "/v1/crashes", NULL, NULL, 0, body, sizeof(body)), 200);
+    assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
     assert_non_null(strstr(body, "\"crashes\":[]"));
     assert_int_equal(nwb_test_http(f->srv.port, "GET",
                                    "/v1/crashes/0123456789abcdef0123456789abcdef", NULL, NULL, 0,
@@ -264,16 +322,92 @@ static void test_crash_http_views_and_methods(void **state)
     snprintf(path, sizeof(path), "%s/crashes/packages/%s/manifest.txt", f->dir, id);
     assert_true(nwb_test_wait_file_contains(path, "nwb-crash-manifest 1", 30000));
     snprintf(path, sizeof(path), "/v1/crashes/%s?x=1", id);
-    assert_int_equal(nwb_test_http(f->srv.port, "GET", path, NULL, NULL, 0, body, sizeof(body)),
-                     200);
+    assert_int_equal(get_json(f->srv.port, path, body, sizeof(body)), 200);
     assert_non_null(strstr(body, "\"status\":\"extracted\""));
     assert_non_null(strstr(body, "\"files\":["));
-    assert_int_equal(
-        nwb_test_http(f->srv.port, "GET", "/v1/crashes", NULL, NULL, 0, body, sizeof(body)), 200);
+    assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
     assert_non_null(strstr(body, id));
     assert_int_equal(tu_metric(f->srv.port, "nwb_crashes{category=\"packages\"}"), 1);
     assert_int_equal(tu_metric(f->srv.port, "nwb_crashes{category=\"raw\"}"), 1);
     assert_int_equal(tu_metric(f->srv.port, "nwb_crash_extracted_total"), 1);
+    assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
+}
+
+/*
+ * The listing with 0, 1 and 3 crashes (one extracted, two invalid) and each crash on its own
+ * are strict JSON with every key; before the JSON writer every crash object of the list lacked
+ * its closing brace.
+ */
+static void test_crash_http_listing_is_strict_json(void **state)
+{
+    struct fx *f = *state;
+    const struct ta_entry no_manifest[] = {{"crash.txt", TA_FILE, "x", 1, 0, 0, NULL}};
+    static char body[65536];
+    char ids[3][64], resp[4096], path[700];
+    unsigned char noise[512];
+    size_t len;
+    void *a;
+
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, NULL), 0);
+    assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
+    assert_string_equal(body, "{\"crashes\":[]}\n");
+
+    /* One crash, extracted. */
+    a = ta_package("tar.zst", "listing", &len);
+    assert_non_null(a);
+    assert_int_equal(post_crash(f->srv.port, a, len, ids[0], sizeof(ids[0]), resp, sizeof(resp)),
+                     200);
+    free(a);
+    snprintf(path, sizeof(path), "%s/crashes/packages/%s/manifest.txt", f->dir, ids[0]);
+    assert_true(nwb_test_wait_file_contains(path, "nwb-crash-manifest 1", 30000));
+    assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
+    expect_crash_keys(body, 1);
+    assert_non_null(strstr(body, ids[0]));
+    assert_non_null(strstr(body, "\"status\":\"extracted\""));
+    assert_non_null(strstr(body, "\"program\":\"ta_prog\""));
+
+    /* Two more, both invalid: no manifest, and bytes that are no archive. */
+    a = ta_build("tar", no_manifest, 1, &len);
+    assert_non_null(a);
+    assert_int_equal(post_crash(f->srv.port, a, len, ids[1], sizeof(ids[1]), resp, sizeof(resp)),
+                     200);
+    free(a);
+    for (size_t i = 0; i < sizeof(noise); i++) {
+        noise[i] = (unsigned char)(i * 131u + 7u);
+    }
+    assert_int_equal(
+        post_crash(f->srv.port, noise, sizeof(noise), ids[2], sizeof(ids[2]), resp, sizeof(resp)),
+        200);
+    for (int i = 1; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/crashes/invalid/%s.reason.txt", f->dir, ids[i]);
+        assert_true(nwb_test_wait_file_contains(path, "id=", 30000));
+    }
+    assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
+    expect_crash_keys(body, 3);
+    assert_int_equal(tu_count(body, "\"status\":\"extracted\""), 1);
+    assert_int_equal(tu_count(body, "\"status\":\"invalid\""), 2);
+    assert_int_equal(tu_count(body, "\"program\":\"http\""), 2); /* the X-NWB-Program header */
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(strstr(body, ids[i]));
+    }
+
+    /* Each crash alone: the same keys, plus its files or its reason. */
+    snprintf(path, sizeof(path), "/v1/crashes/%s", ids[0]);
+    assert_int_equal(get_json(f->srv.port, path, body, sizeof(body)), 200);
+    expect_crash_keys(body, 1);
+    assert_non_null(strstr(body, "\"files\":[{\"path\":\""));
+    assert_non_null(strstr(body, "{\"path\":\"manifest.txt\",\"bytes\":"));
+    assert_null(strstr(body, "\"reason\""));
+    for (int i = 1; i < 3; i++) {
+        snprintf(path, sizeof(path), "/v1/crashes/%s", ids[i]);
+        assert_int_equal(get_json(f->srv.port, path, body, sizeof(body)), 200);
+        expect_crash_keys(body, 1);
+        assert_non_null(strstr(body, "\"status\":\"invalid\""));
+        assert_non_null(strstr(body, "\"reason\":\""));
+        assert_non_null(strstr(body, "\"extracted\":null"));
+        assert_null(strstr(body, "\"files\""));
+    }
+    assert_non_null(strstr(body, "\"reason\":\"not a tar or zip archive"));
     assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
 }
 
@@ -315,6 +449,7 @@ int main(void)
         T(test_crash_http_body_limit_is_its_own),
         T(test_crash_http_full_queue_is_503_with_retry_after),
         T(test_crash_http_views_and_methods),
+        T(test_crash_http_listing_is_strict_json),
         T(test_crash_http_sigterm_during_ingest_exits_cleanly),
     };
 #undef T

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * crash_list.c - the crash ingest's JSON views, GET /v1/crashes and GET /v1/crashes/<id>
+ * (docs/crash.md): every crash of the store merged over its categories, with what its
+ * manifest, queue marker or reason file says. Written with the one JSON writer (nwb/json.h),
+ * so text from archives and clients can never break the document.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nwb/alloc.h"
+#include "nwb/buf.h"
+#include "nwb/crash_manifest.h"
+#include "nwb/json.h"
+
+#include "crash_ingest_int.h"
+
+#define FILE_PATH_MAX 4096u /* a package file's relative path in the listing */
+
+/* One crash as the views describe it. */
+struct record {
+    char id[NWB_CRASH_INGEST_ID_LEN + 1];
+    uint64_t received_ns;
+    int has[NWB__CRASH_CATS];
+    int queued;
+    uint64_t raw_bytes;
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(((const struct record *)a)->id, ((const struct record *)b)->id);
+}
+
+static int cmp_received(const void *a, const void *b)
+{
+    const struct record *x = a, *y = b;
+
+    if (x->received_ns != y->received_ns) {
+        return x->received_ns < y->received_ns ? -1 : 1;
+    }
+    return strcmp(x->id, y->id);
+}
+
+/* Merge the records of equal ids (sorted by id) into one; returns the new count. */
+static size_t merge_by_id(struct record *recs, size_t n)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct record *m = w > 0 ? &recs[w - 1] : NULL;
+
+        if (m == NULL || strcmp(m->id, recs[i].id) != 0) {
+            recs[w++] = recs[i];
+            continue;
+        }
+        for (int c = 0; c < NWB__CRASH_CATS; c++) {
+            m->has[c] |= recs[i].has[c];
+        }
+        if (recs[i].raw_bytes != 0) {
+            m->raw_bytes = recs[i].raw_bytes;
+        }
+        if (recs[i].received_ns < m->received_ns) {
+            m->received_ns = recs[i].received_ns;
+        }
+    }
+    return w;
+}
+
+/* Every crash known in any category, merged by id, oldest first. */
+static int collect(const struct nwb__crash_store *st, struct record **out, size_t *count)
+{
+    struct nwb__crash_entry *lists[NWB__CRASH_CATS] = {NULL, NULL, NULL};
+    size_t ns[NWB__CRASH_CATS] = {0, 0, 0}, n = 0;
+    struct record *recs = NULL;
+    int err = 0;
+
+    *out = NULL;
+    *count = 0;
+    for (int c = 0; c < NWB__CRASH_CATS && err == 0; c++) {
+        err = nwb__crash_store_scan(st, (enum nwb__crash_cat)c, &lists[c], &ns[c]);
+    }
+    if (err == 0) {
+        recs = nwb_calloc(ns[0] + ns[1] + ns[2] + 1, sizeof(*recs));
+        err = recs == NULL ? -ENOMEM : 0;
+    }
+    for (int c = 0; c < NWB__CRASH_CATS; c++) {
+        for (size_t i = 0; recs != NULL && i < ns[c]; i++) {
+            struct record *r = &recs[n++];
+
+            memcpy(r->id, lists[c][i].id, sizeof(r->id));
+            r->received_ns = lists[c][i].mtime_ns;
+            r->has[c] = 1;
+            r->raw_bytes = c != NWB__CRASH_PACKAGES ? lists[c][i].size : 0;
+        }
+        nwb_free(lists[c]);
+    }
+    if (err != 0) {
+        return err;
+    }
+    qsort(recs, n, sizeof(*recs), cmp_id);
+    n = merge_by_id(recs, n);
+    for (size_t i = 0; i < n; i++) {
+        recs[i].queued = nwb__crash_store_is_queued(st, recs[i].id);
+    }
+    qsort(recs, n, sizeof(*recs), cmp_received);
+    *out = recs;
+    *count = n;
+    return 0;
+}
+
+/* Bytes in the regular files below @p name in @p dir_fd. */
+static uint64_t tree_bytes_at(int dir_fd, const char *name, unsigned depth)
+{
+    const int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    const struct dirent *e;
+    uint64_t sum = 0;
+
+    if (d == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        struct stat sb;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        if (S_ISDIR(sb.st_mode) && depth < NWB__CRASH_SCAN_DEPTH) {
+            sum += tree_bytes_at(fd, e->d_name, depth + 1);
+        } else if (S_ISREG(sb.st_mode)) {
+            sum += (uint64_t)sb.st_size;
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The files below @p dir_fd, whose relative path is @p path[0..plen). */
+static void files_walk(int dir_fd, char *path, size_t plen, unsigned depth, nwb_json_t *j)
+{
+    DIR *d = nwb__crash_dir_open(dir_fd);
+    const struct dirent *e;
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        const size_t nlen = strlen(e->d_name);
+        const size_t len = plen + (plen > 0) + nlen;
+        struct stat sb;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || len >= FILE_PATH_MAX ||
+            fstatat(dir_fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        if (plen > 0) {
+            path[plen] = '/';
+        }
+        memcpy(path + len - nlen, e->d_name, nlen + 1);
+        if (S_ISDIR(sb.st_mode) && depth < NWB__CRASH_SCAN_DEPTH) {
+            const int sub =
+                openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            if (sub >= 0) {
+                files_walk(sub, path, len, depth + 1, j);
+                close(sub);
+            }
+        } else if (S_ISREG(sb.st_mode)) {
+            nwb_json_obj_begin(j);
+            nwb_json_key(j, "path");
+            nwb_json_str(j, path, len);
+            nwb_json_key(j, "bytes");
+            nwb_json_u64(j, (uint64_t)sb.st_size);
+            nwb_json_obj_end(j);
+        }
+    }
+    closedir(d);
+}
+
+void nwb__crash_files_json(int dir_fd, nwb_json_t *j)
+{
+    char path[FILE_PATH_MAX];
+
+    path[0] = '\0';
+    nwb_json_arr_begin(j);
+    files_walk(dir_fd, path, 0, 0, j);
+    nwb_json_arr_end(j);
+}
+
+/* @p ns as an ISO 8601 UTC time with milliseconds, "2024-05-01T12:00:00.000Z". */
+static void json_time(nwb_json_t *j, uint64_t ns)
+{
+    const time_t secs = (time_t)(ns / 1000000000u);
+    struct tm tm;
+    char day[48], text[64];
+
+    gmtime_r(&secs, &tm);
+    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(text, sizeof(text), "%s.%03uZ", day, (unsigned)(ns / 1000000u % 1000u));
+    nwb_json_cstr(j, text);
+}
+
+static void json_u64_or_null(nwb_json_t *j, int has, uint64_t v)
+{
+    if (has) {
+        nwb_json_u64(j, v);
+    } else {
+        nwb_json_null(j);
+    }
+}
+
+/* One crash object; @p detail adds "reason" (invalid) and "files" (extracted). */
+static void describe(const struct nwb__crash_store *st, const struct record *r, int detail,
+                     nwb_json_t *j)
+{
+    const int pkg_fd = st->cat_fd[NWB__CRASH_PACKAGES];
+    const char *status = r->queued                     ? "queued"
+                         : r->has[NWB__CRASH_PACKAGES] ? "extracted"
+                         : r->has[NWB__CRASH_INVALID]  ? "invalid"
+                                                       : "stored";
+    struct nwb__crash_manifest m;
+    char *reason = NULL;
+    size_t reason_len = 0;
+
+    memset(&m, 0, sizeof(m));
+    if (r->has[NWB__CRASH_PACKAGES]) {
+        char path[NWB_CRASH_INGEST_ID_LEN + sizeof("/" NWB_CRASH_MANIFEST_NAME)];
+
+        snprintf(path, sizeof(path), "%s/" NWB_CRASH_MANIFEST_NAME, r->id);
+        (void)nwb__crash_manifest_read(pkg_fd, path, &m);
+    } else if (r->has[NWB__CRASH_INVALID]) {
+        if (nwb__crash_store_reason_read(st, r->id, &reason, &reason_len) == 0) {
+            nwb_crash_manifest_value(reason, reason_len, "program", m.program);
+            nwb_crash_manifest_value(reason, reason_len, "run", m.run);
+        }
+    } else if (r->queued) {
+        struct nwb__crash_job job;
+
+        if (nwb__crash_store_marker_read(st, r->id, &job) == 0) {
+            memcpy(m.program, job.program, sizeof(m.program));
+            memcpy(m.run, job.run, sizeof(m.run));
+        }
+    }
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "id");
+    nwb_json_cstr(j, r->id);
+    nwb_json_key(j, "received");
+    json_time(j, r->received_ns);
+    nwb_json_key(j, "program");
+    nwb_json_cstr(j, m.program);
+    nwb_json_key(j, "run");
+    nwb_json_cstr(j, m.run);
+    nwb_json_key(j, "signal");
+    nwb_json_cstr(j, m.signal);
+    nwb_json_key(j, "status");
+    nwb_json_cstr(j, status);
+    nwb_json_key(j, "sizes");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "archive");
+    json_u64_or_null(j, r->has[NWB__CRASH_RAW] || r->has[NWB__CRASH_INVALID], r->raw_bytes);
+    nwb_json_key(j, "extracted");
+    json_u64_or_null(j, r->has[NWB__CRASH_PACKAGES],
+                     r->has[NWB__CRASH_PACKAGES] ? tree_bytes_at(pkg_fd, r->id, 0) : 0);
+    nwb_json_obj_end(j);
+    if (detail && r->has[NWB__CRASH_INVALID]) {
+        /* The reason is the file's first line. */
+        const char *nl = reason != NULL ? memchr(reason, '\n', reason_len) : NULL;
+
+        nwb_json_key(j, "reason");
+        nwb_json_str(j, reason != NULL ? reason : "",
+                     nl != NULL ? (size_t)(nl - reason) : reason_len);
+    }
+    if (detail && r->has[NWB__CRASH_PACKAGES]) {
+        const int fd = openat(pkg_fd, r->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        nwb_json_key(j, "files");
+        if (fd >= 0) {
+            nwb__crash_files_json(fd, j);
+            close(fd);
+        } else {
+            nwb_json_arr_begin(j);
+            nwb_json_arr_end(j);
+        }
+    }
+    nwb_json_obj_end(j);
+    nwb_free(reason);
+}
+
+int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char **json,
+                         size_t *len)
+{
+    nwb_buf_t b = NWB_BUF_INIT(NWB__CRASH_JSON_MAX);
+    struct record *recs;
+    nwb_json_t j;
+    size_t n;
+    int err;
+
+    *json = NULL;
+    *len = 0;
+    if (id != NULL && !nwb__crash_id_valid(id)) {
+        return -EINVAL;
+    }
+    err = collect(st, &recs, &n);
+    if (err != 0) {
+        return err;
+    }
+    nwb_json_init(&j, &b, NULL);
+    if (id == NULL) {
+        nwb_json_obj_begin(&j);
+        nwb_json_key(&j, "crashes");
+        nwb_json_arr_begin(&j);
+        for (size_t i = 0; i < n; i++) {
+            describe(st, &recs[i], 0, &j);
+        }
+        nwb_json_arr_end(&j);
+        nwb_json_obj_end(&j);
+    } else {
+        const struct record *r = NULL;
+
+        for (size_t i = 0; i < n && r == NULL; i++) {
+            r = strcmp(recs[i].id, id) == 0 ? &recs[i] : NULL;
+        }
+        if (r == NULL) {
+            nwb_free(recs);
+            return -ENOENT;
+        }
+        describe(st, r, 1, &j);
+    }
+    nwb_free(recs);
+    nwb_json_space(&j, "\n", 1);
+    err = nwb_json_finish(&j);
+    if (err == 0) {
+        err = nwb_buf_append(&b, "", 1); /* the NUL, not counted in *len */
+    }
+    if (err != 0) {
+        nwb_buf_cleanup(&b);
+        return err;
+    }
+    *json = (char *)b.data;
+    *len = b.len - 1;
+    return 0;
+}
