@@ -451,7 +451,7 @@ void nwb_server_shutdown(nwb_server_t *srv)
     struct nwb__conn *c;
     struct nwb__conn *next;
 
-    if (srv->stopping) {
+    if (srv == NULL || srv->stopping) {
         return;
     }
     srv->stopping = 1;
@@ -488,7 +488,9 @@ void nwb_server_namesym_reload(nwb_server_t *srv)
 
 void nwb_server_request_stop(nwb_server_t *srv)
 {
-    uv_async_send(&srv->stop_async);
+    if (srv != NULL) {
+        uv_async_send(&srv->stop_async);
+    }
 }
 
 int nwb_server_destroy(nwb_server_t *srv)

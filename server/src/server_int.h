@@ -124,6 +124,9 @@ struct nwb__http_req {
     char cenc[32]; /* Content-Encoding */
     size_t cenc_len;
     int cenc_long;
+    char te[16]; /* Transfer-Encoding: only "chunked" is accepted (else 501) */
+    size_t te_len;
+    int te_long;
     int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
     size_t auth_len;
     int has_auth, auth_long; /* Authorization present; longer than NWB__AUTH_VALUE_MAX */
@@ -239,7 +242,7 @@ struct nwb__log_job {
 
 /* ---- metrics.c ---- */
 
-#define NWB__STATUS_SLOTS 16
+#define NWB__STATUS_SLOTS 17
 
 struct nwb__metrics {
     uint64_t records;      /* records written */

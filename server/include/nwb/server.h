@@ -107,13 +107,13 @@ NWB_API const char *nwb_server_address(const nwb_server_t *srv, char *buf, size_
  * Begin a graceful stop: stop accepting, close idle connections and those
  * still receiving a request, answer every request whose body is complete,
  * drain and join the log worker, close files and every handle. The loop's
- * uv_run() returns once all of that is done. Idempotent.
+ * uv_run() returns once all of that is done. Idempotent; NULL is a no-op.
  */
 NWB_API void nwb_server_shutdown(nwb_server_t *srv);
 
 /**
  * nwb_server_shutdown() from any thread (or a signal handler): wakes the
- * loop. Valid until the loop's uv_run() returns.
+ * loop. Valid until the loop's uv_run() returns. NULL is a no-op.
  */
 NWB_API void nwb_server_request_stop(nwb_server_t *srv);
 
