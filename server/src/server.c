@@ -40,14 +40,7 @@ static void srv_free(struct nwb_server *srv)
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
     }
-    {
-        /* the token: volatile so the clearing is not optimised away before free */
-        volatile unsigned char *t = (volatile unsigned char *)&srv->auth;
-
-        for (size_t i = 0; i < sizeof(srv->auth); i++) {
-            t[i] = 0;
-        }
-    }
+    nwb__auth_wipe(&srv->auth, sizeof(srv->auth));
     nwb_free(srv);
 }
 
@@ -379,10 +372,12 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     nwb__tel_ingest_metrics_init(&srv->tel_metrics);
     nwb_run_id_generate(hex);
     snprintf(srv->anon_run, sizeof(srv->anon_run), "anon-%s", hex);
-    if (cfg->token_file != NULL &&
-        nwb__auth_load(&srv->auth, cfg->token_file, errbuf, errlen) != 0) {
-        srv_free(srv);
-        return NWB_ECONFIG; /* the reason is in errbuf */
+    if (cfg->token_file != NULL) {
+        err = nwb__auth_load(&srv->auth, cfg->token_file, errbuf, errlen);
+        if (err != 0) {
+            srv_free(srv);
+            return err; /* NWB_ECONFIG: errbuf names the file and the cause */
+        }
     }
     err = copy_config(srv, cfg);
     if (err == 0) {

@@ -26,6 +26,7 @@
 #include "nwb/namesym.h"
 #include "nwb/safe_name.h"
 #include "nwb/server.h"
+#include "nwb/token.h"
 
 #include "telemetry_int.h"
 
@@ -608,23 +609,28 @@ void nwb__names_reload_switched(struct nwb_server *srv, struct nwb__log_job *job
 
 /* ---- auth.c: --token-file and the bearer check (docs/operations.md, "Access control") ---- */
 
+/* The longest token is NWB_TOKEN_MAX (nwb/token.h), the clients' limit too. */
 #define NWB__TOKEN_MIN       16u  /* bytes; shorter token files are refused */
-#define NWB__TOKEN_MAX       255u /* bytes; the client's limit too */
 #define NWB__TOKEN_FILE_MODE 0077 /* permission bits the token file must not have */
 
 struct nwb__auth {
     int required; /* 1: every request needs Authorization: Bearer <token> */
     size_t len;
-    unsigned char token[NWB__TOKEN_MAX];
+    unsigned char token[NWB_TOKEN_MAX];
 };
 
 /*
- * Load the token from @p path into @p a: a regular file, not accessible by
- * group or others, holding NWB__TOKEN_MIN..NWB__TOKEN_MAX visible ASCII
- * bytes (0x21..0x7e) and at most one trailing newline ("\n" or "\r\n").
- * Returns 0, or NWB_ECONFIG / a negative errno with a reason in @p errbuf.
+ * Load the token from @p path into @p a with nwb_token_file_read() (a regular
+ * file, visible ASCII bytes 0x21..0x7e, at most NWB_TOKEN_MAX, one trailing
+ * newline dropped), adding the server's rules: the file is not accessible by
+ * group or others, and the token has at least NWB__TOKEN_MIN bytes. Returns 0,
+ * or NWB_ECONFIG with "the token file PATH: <reason>" in @p errbuf (the
+ * errno's text and name when it cannot be read).
  */
 int nwb__auth_load(struct nwb__auth *a, const char *path, char *errbuf, size_t errlen);
+
+/* Zero @p n bytes at @p p in a way the compiler keeps (a token's copies). */
+void nwb__auth_wipe(void *p, size_t n);
 
 /*
  * 1 when @p given (@p given_len bytes) equals the token, else 0. Constant

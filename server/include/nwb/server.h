@@ -85,11 +85,14 @@ NWB_API int nwb_server_config_parse(nwb_server_config_t *cfg, int argc, char **a
 NWB_API const char *nwb_server_usage(void);
 
 /**
- * Create the output root, start the log worker, bind and listen. On success
- * stores the server in @p *out and returns 0; the caller owns it (see
- * nwb_server_destroy()). On failure returns a negative code with a reason in
- * @p errbuf, leaves @p *out NULL and nothing running (run the loop once more
- * to let closed handles finish, as always with libuv).
+ * Load the --token-file token, create the output root, start the log worker,
+ * bind and listen. On success stores the server in @p *out and returns 0; the
+ * caller owns it (see nwb_server_destroy()). On failure returns a negative
+ * code with a reason in @p errbuf, leaves @p *out NULL and nothing running
+ * (run the loop once more to let closed handles finish, as always with
+ * libuv). A setting that cannot be used is NWB_ECONFIG, a token file
+ * included whatever the cause: the reason then names the file and the cause
+ * (the errno's text and name, the mode, the length).
  */
 NWB_API int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_server_t **out,
                               char *errbuf, size_t errlen);
