@@ -95,28 +95,6 @@ static void on_stop_async(uv_async_t *h)
     nwb_server_shutdown(h->data);
 }
 
-static int check_config(const nwb_server_config_t *cfg, char *errbuf, size_t errlen)
-{
-    if (cfg->bind_addr == NULL || cfg->out_dir == NULL || cfg->out_dir[0] == '\0') {
-        snprintf(errbuf, errlen, "bind address and output directory are required");
-        return NWB_ECONFIG;
-    }
-    if (cfg->port < 0 || cfg->port > 65535) {
-        snprintf(errbuf, errlen, "port %d is out of range", cfg->port);
-        return NWB_ECONFIG;
-    }
-    if (cfg->max_header_bytes == 0 || cfg->max_headers == 0 || cfg->max_body_bytes == 0 ||
-        cfg->request_timeout_ms == 0 || cfg->idle_timeout_ms == 0 || cfg->max_connections == 0 ||
-        cfg->queue_max_jobs == 0 || cfg->max_open_runs == 0 ||
-        cfg->max_body_bytes > cfg->max_buffered_bytes || cfg->max_body_bytes > (1u << 30) ||
-        cfg->namesym_dir_count > NWB_SERVER_NAMESYM_DIRS_MAX || cfg->crash_max_archive_bytes == 0 ||
-        cfg->crash_max_archive_bytes > (1u << 30)) {
-        snprintf(errbuf, errlen, "a bound is zero or out of range");
-        return NWB_ECONFIG;
-    }
-    return nwb__server_check_access(cfg, errbuf, errlen);
-}
-
 /*
  * Descriptors kept out of the connection cap: the server's own (loop, listener,
  * stdio, threads), the open runs' log and state files, crash and telemetry
@@ -358,7 +336,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     int err;
 
     *out = NULL;
-    err = check_config(cfg, errbuf, errlen);
+    err = nwb__server_config_check(cfg, errbuf, errlen);
     if (err) {
         return err;
     }

@@ -661,6 +661,45 @@ int nwb__auth_reject(struct nwb__conn *c);
  */
 int nwb__server_check_access(const nwb_server_config_t *cfg, char *errbuf, size_t errlen);
 
+/* ---- options.c: the command line (NWB_SERVER_OPTIONS) ---- */
+
+enum {
+    NWB__OPT_STR,
+    NWB__OPT_BIND,
+    NWB__OPT_TOKEN,
+    NWB__OPT_NAMESYM,
+    NWB__OPT_INT, /* the numbers: int, unsigned, size_t fields */
+    NWB__OPT_UINT,
+    NWB__OPT_SIZE,
+};
+
+/* One row of NWB_SERVER_OPTIONS. */
+struct nwb__opt {
+    const char *name; /* "--port" */
+    int kind;         /* NWB__OPT_* */
+    size_t offset;    /* of the field in nwb_server_config_t */
+    unsigned long long def_num;
+    const char *def_str; /* string kinds; NULL: none */
+    unsigned long long min, max;
+    const char *meta; /* the value's name in --help: "N", "DIR" */
+    const char *help;
+};
+
+/* The rows, in table order; @p *count of them. */
+const struct nwb__opt *nwb__server_options(size_t *count);
+
+/* A number option's value in @p cfg; an int below 0 gives 0 with *negative set. */
+unsigned long long nwb__server_option_number(const nwb_server_config_t *cfg,
+                                             const struct nwb__opt *o, int *negative);
+
+/*
+ * Check any configuration, parsed or built by a library caller, against the
+ * options table: the strings needed, each number in its option's range,
+ * --max-body-bytes within --max-buffered-bytes, and the access rule.
+ * Returns 0, or NWB_ECONFIG naming the option in @p errbuf.
+ */
+int nwb__server_config_check(const nwb_server_config_t *cfg, char *errbuf, size_t errlen);
+
 /* ---- the server (server.c) ---- */
 
 struct nwb_server {
