@@ -445,7 +445,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
         return;
     }
     srv->worker_stopped = 1;
-    /* The crash worker first (DESIGN.md), then the log worker drains and joins. */
+    /* The crash worker first (an extraction is abandoned at its next block and redone at the
+     * next start: docs/operations.md, "Signals"), then the log worker drains and joins. */
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);
