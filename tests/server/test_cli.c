@@ -84,35 +84,34 @@ static void test_cannot_start_exits_1_with_a_reason(void **state)
     nwb_test_rmtree(dir);
 }
 
+/* nwb-logserver --token-file @p path exits 2 with exactly "the token file PATH: @p cause". */
+static void expect_token_refused(const char *path, const char *out_dir, const char *cause)
+{
+    struct tu_result r;
+    char want[900];
+
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", out_dir);
+    assert_int_equal(r.status, 2);
+    snprintf(want, sizeof(want), "nwb-logserver: the token file %s: %s\n", path, cause);
+    assert_string_equal(r.err, want);
+    assert_string_equal(r.out, "");
+}
+
 /* A --token-file that cannot be used: exit 2, one line naming the file and the real cause. */
 static void test_bad_token_file_exits_2_naming_the_file_and_the_cause(void **state)
 {
     static const char token[] = "cli-token-0123456789abcdef\n";
-    struct tu_result r;
     char dir[512];
     char path[600];
-    char want[700];
 
     (void)state;
     assert_int_equal(nwb_test_tmpdir("cli-token", dir, sizeof(dir)), 0);
     snprintf(path, sizeof(path), "%s/missing", dir);
-    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", dir);
-    assert_int_equal(r.status, 2);
-    snprintf(want, sizeof(want),
-             "nwb-logserver: the token file %s: cannot be read: "
-             "No such file or directory (ENOENT)\n",
-             path);
-    assert_string_equal(r.err, want);
-    assert_string_equal(r.out, "");
+    expect_token_refused(path, dir, "cannot be read: No such file or directory (ENOENT)");
     snprintf(path, sizeof(path), "%s/token", dir);
     assert_int_equal(nwb_test_write_file(path, token, sizeof(token) - 1, 0640), 0);
-    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", dir);
-    assert_int_equal(r.status, 2);
-    snprintf(want, sizeof(want),
-             "nwb-logserver: the token file %s: readable or writable by group or others "
-             "(mode 0640); chmod 600 it\n",
-             path);
-    assert_string_equal(r.err, want);
+    expect_token_refused(path, dir,
+                         "readable or writable by group or others (mode 0640); chmod 600 it");
     nwb_test_rmtree(dir);
 }
 
