@@ -135,7 +135,7 @@ typedef struct nwb_server_config {
 #define NWB_SERVER_OPT_INIT_SIZE(field, def)    .field = (def),
 
 /* The defaults: `nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;` (every option's default,
- * no --namesym-dir, signals not handled). */
+ * no --namesym-dir, signals not handled). C only: the designators are not in field order. */
 #define NWB_SERVER_CONFIG_INIT                                                                     \
     {                                                                                              \
         .handle_signals = 0, NWB_SERVER_OPTIONS(NWB_SERVER_OPT_INIT_)                              \
@@ -155,7 +155,8 @@ typedef struct nwb_server_config {
 NWB_API int nwb_server_config_parse(nwb_server_config_t *cfg, int argc, char **argv, char *errbuf,
                                     size_t errlen);
 
-/** The --help text (static). */
+/** The --help text: every NWB_SERVER_OPTIONS row with its default and range. Built once, on
+ * the first call (any thread); static storage. */
 NWB_API const char *nwb_server_usage(void);
 
 /**
