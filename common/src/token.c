@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * token.c - the client side of --token-file: the token's byte rule, reading
- * it from a file (bounded, one trailing newline dropped) and from the
- * environment. The server's stricter loader (file mode, 16-byte minimum) is
- * server/src/auth.c.
+ * token.c - the token of --token-file: its byte rule, reading it from a file
+ * (a regular file, bounded, one trailing newline dropped; the one reader the
+ * clients and nwb-logserver share) and from the environment. The server adds
+ * its own rules on top (file mode, 16-byte minimum) in server/src/auth.c.
  */
-#include <errno.h>
-#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/token.h"
 
 int nwb_token_valid(const char *s, size_t len)
@@ -30,65 +30,90 @@ int nwb_token_valid(const char *s, size_t len)
     return 1;
 }
 
-static int token_error(char *errbuf, size_t errlen, const char *what, const char *path)
+/* "the token file PATH: <what>" in @p errbuf; returns NWB_ECONFIG. */
+static int token_error(char *errbuf, size_t errlen, const char *path, const char *fmt, ...)
+    NWB_PRINTF_LIKE(4, 5);
+
+static int token_error(char *errbuf, size_t errlen, const char *path, const char *fmt, ...)
 {
-    if (errbuf != NULL && errlen > 0) {
-        snprintf(errbuf, errlen, "the token file %s %s", path, what);
+    va_list ap;
+    int n;
+
+    if (errbuf == NULL || errlen == 0) {
+        return NWB_ECONFIG;
+    }
+    n = snprintf(errbuf, errlen, "the token file %s: ", path);
+    if (n >= 0 && (size_t)n < errlen) {
+        va_start(ap, fmt);
+        vsnprintf(errbuf + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
     }
     return NWB_ECONFIG;
 }
 
+/* Wipe a copy of the token before it is freed or goes out of scope. */
+static void token_wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+
+    for (size_t i = 0; i < n; i++) {
+        v[i] = 0;
+    }
+}
+
 int nwb_token_file_read(const char *path, char *dst, size_t cap, char *errbuf, size_t errlen)
 {
-    char buf[NWB_TOKEN_MAX + 3]; /* the longest token, CRLF, and one byte to see "too long" */
+    /* The longest token and a CRLF; a larger file is NWB_ETOOBIG. */
+    const size_t max = NWB_TOKEN_MAX + 2;
+    uint8_t *data = NULL;
     size_t len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    int rc = 0;
+    int rc;
 
     if (cap > 0) {
         dst[0] = '\0';
     }
-    if (fd < 0) {
-        char why[160];
-
-        snprintf(why, sizeof(why), "cannot be opened: %s", strerror(errno));
-        return token_error(errbuf, errlen, why, path);
+    rc = nwb_file_read(path, max, &data, &len);
+    if (rc == NWB_ENOTREG) {
+        return token_error(errbuf, errlen, path, "not a regular file");
     }
-    while (len < sizeof(buf)) {
-        const ssize_t n = read(fd, buf + len, sizeof(buf) - len);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            char why[160];
-
-            snprintf(why, sizeof(why), "cannot be read: %s", strerror(errno));
-            rc = token_error(errbuf, errlen, why, path);
-            break;
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
+    if (rc == NWB_ETOOBIG) {
+        return token_error(errbuf, errlen, path, "the token is longer than %u bytes",
+                           NWB_TOKEN_MAX);
     }
-    close(fd);
-    if (rc == 0 && len > 0 && buf[len - 1] == '\n') {
+    if (rc != 0) {
+        char ebuf[128];
+
+        return token_error(errbuf, errlen, path, "cannot be read: %s (%s)",
+                           nwb_strerror_r(rc, ebuf, sizeof(ebuf)), nwb_err_name(rc));
+    }
+    /* One trailing newline (LF or CRLF) is the editor's, not the token's. */
+    if (len > 0 && data[len - 1] == '\n') {
         len--;
-        if (len > 0 && buf[len - 1] == '\r') {
+        if (len > 0 && data[len - 1] == '\r') {
             len--;
         }
     }
-    if (rc == 0 && (!nwb_token_valid(buf, len) || len >= cap)) {
-        rc = token_error(errbuf, errlen,
-                         "must hold 1..255 visible ASCII bytes (and at most one trailing newline)",
-                         path);
+    if (len == 0) {
+        rc = token_error(errbuf, errlen, path, "the token is empty");
+    } else if (len > NWB_TOKEN_MAX) {
+        rc = token_error(errbuf, errlen, path, "the token is longer than %u bytes", NWB_TOKEN_MAX);
+    } else if (len >= cap) {
+        rc = token_error(errbuf, errlen, path, "the token does not fit a %zu-byte buffer", cap);
+    }
+    for (size_t i = 0; rc == 0 && i < len; i++) {
+        if (data[i] < 0x21 || data[i] > 0x7e) {
+            rc = token_error(errbuf, errlen, path,
+                             "byte %zu of the token is not visible ASCII (0x21..0x7e; spaces, "
+                             "control bytes and a second line are not allowed)",
+                             i);
+        }
     }
     if (rc == 0) {
-        memcpy(dst, buf, len);
+        memcpy(dst, data, len);
         dst[len] = '\0';
     }
-    memset(buf, 0, sizeof(buf));
+    token_wipe(data, len);
+    nwb_free(data);
     return rc;
 }
 

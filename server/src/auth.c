@@ -1,115 +1,63 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * auth.c - access control: the --token-file token (loaded and checked once at
- * start-up), the constant-time token compare, the Authorization: Bearer check
- * of a request head, and the 401 answer given before any body byte is read.
+ * auth.c - access control: the --token-file token (read once at start-up by
+ * common's token reader, nwb/token.h, plus the server's mode and minimum-length
+ * rules), the constant-time token compare, the Authorization: Bearer check of a
+ * request head, and the 401 answer given before any body byte is read.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "nwb/error.h"
+#include "nwb/token.h"
 #include "server_int.h"
 
 static const char auth_scheme[] = "Bearer";
 
 int nwb__auth_load(struct nwb__auth *a, const char *path, char *errbuf, size_t errlen)
 {
-    /* One byte more than the longest accepted content ("token\r\n") shows "too long". */
-    unsigned char buf[NWB__TOKEN_MAX + 3];
+    char token[NWB_TOKEN_MAX + 1];
     struct stat st;
-    size_t len = 0;
-    int fd;
-    int err = 0;
+    size_t len;
+    int err;
 
     memset(a, 0, sizeof(*a));
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        err = -errno;
-        snprintf(errbuf, errlen, "--token-file %s: cannot open: %s", path, strerror(-err));
-        return err;
-    }
-    if (fstat(fd, &st) != 0) {
-        err = -errno;
-        snprintf(errbuf, errlen, "--token-file %s: %s", path, strerror(-err));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(errbuf, errlen, "--token-file %s: not a regular file", path);
-        err = NWB_ECONFIG;
-        goto out;
-    }
-    if ((st.st_mode & NWB__TOKEN_FILE_MODE) != 0) {
+    /* The server's rule before the secret is read: not for group or others. A stat() that
+     * fails is the reader's to report (with its errno), as is a file that is not regular. */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & NWB__TOKEN_FILE_MODE) != 0) {
         snprintf(errbuf, errlen,
-                 "--token-file %s: readable or writable by group or others (mode %04o); "
+                 "the token file %s: readable or writable by group or others (mode %04o); "
                  "chmod 600 it",
                  path, (unsigned)(st.st_mode & 07777));
-        err = NWB_ECONFIG;
-        goto out;
+        return NWB_ECONFIG;
     }
-    while (len < sizeof(buf)) {
-        const ssize_t n = read(fd, buf + len, sizeof(buf) - len);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            err = -errno;
-            snprintf(errbuf, errlen, "--token-file %s: read: %s", path, strerror(-err));
-            goto out;
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
+    err = nwb_token_file_read(path, token, sizeof(token), errbuf, errlen);
+    if (err != 0) {
+        return err;
     }
-    /* One trailing newline (LF or CRLF) is the editor's, not the token's. */
-    if (len > 0 && buf[len - 1] == '\n') {
-        len--;
-        if (len > 0 && buf[len - 1] == '\r') {
-            len--;
-        }
-    }
-    if (len == 0) {
-        snprintf(errbuf, errlen, "--token-file %s: the token is empty", path);
-        err = NWB_ECONFIG;
-        goto out;
-    }
-    if (len > NWB__TOKEN_MAX) {
-        snprintf(errbuf, errlen, "--token-file %s: the token is longer than %u bytes", path,
-                 NWB__TOKEN_MAX);
-        err = NWB_ECONFIG;
-        goto out;
-    }
+    len = strlen(token);
     if (len < NWB__TOKEN_MIN) {
-        snprintf(errbuf, errlen, "--token-file %s: the token is shorter than %u bytes", path,
+        snprintf(errbuf, errlen, "the token file %s: the token is shorter than %u bytes", path,
                  NWB__TOKEN_MIN);
         err = NWB_ECONFIG;
-        goto out;
+    } else {
+        memcpy(a->token, token, len);
+        a->len = len;
+        a->required = 1;
     }
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] < 0x21 || buf[i] > 0x7e) {
-            snprintf(errbuf, errlen,
-                     "--token-file %s: byte %zu of the token is not visible ASCII "
-                     "(0x21..0x7e; spaces, control bytes and a second line are not allowed)",
-                     path, i);
-            err = NWB_ECONFIG;
-            goto out;
-        }
-    }
-    memcpy(a->token, buf, len);
-    a->len = len;
-    a->required = 1;
-
-out:
-    /* The token does not linger on the stack. */
-    memset(buf, 0, sizeof(buf));
-    close(fd);
+    nwb__auth_wipe(token, sizeof(token)); /* the token does not linger on the stack */
     return err;
+}
+
+void nwb__auth_wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+
+    for (size_t i = 0; i < n; i++) {
+        v[i] = 0;
+    }
 }
 
 int nwb__auth_token_equal(const struct nwb__auth *a, const unsigned char *given, size_t given_len)
@@ -159,7 +107,7 @@ int nwb__auth_check_request(const struct nwb__auth *a, const struct nwb__http_re
     memset(given, 0, sizeof(given));
     memcpy(given, r->auth + p, n);
     ok = nwb__auth_token_equal(a, given, n);
-    memset(given, 0, sizeof(given));
+    nwb__auth_wipe(given, sizeof(given));
     if (!ok) {
         *reason = "wrong bearer token";
         return 401;

@@ -3,12 +3,14 @@
  * http_request.c - parses one HTTP/1.x request at a time with llhttp (no
  * lenient flags) and adds the checks llhttp's loose build lets through: bare
  * LF line ends in the head, versions other than 1.x, several Content-Length
- * fields. Enforces the head bounds (bytes, field count) and keeps only the
+ * fields, any Transfer-Encoding but one "chunked" (501, RFC 9112 section 6.1).
+ * Enforces the head bounds (bytes, field count) and keeps only the
  * header values the server uses (run identity, Content-Type, Expect,
  * Content-Encoding, Authorization), in fixed buffers. No sockets: tests feed
  * it bytes directly.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "server_int.h"
 
@@ -24,7 +26,13 @@ enum {
     H_CLENGTH,
     H_CENC,
     H_AUTH,
+    H_TE,
 };
+
+/* The one transfer coding the server implements (RFC 9112 section 6.1: others are 501). */
+static const char te_chunked[] = "chunked";
+static const char te_unsupported[] =
+    "Transfer-Encoding other than one \"chunked\" is not implemented";
 
 static struct nwb__http_req *req_of(llhttp_t *p)
 {
@@ -121,8 +129,14 @@ static int on_header_field_complete(llhttp_t *p)
         id = H_CENC;
     } else if (field_is(r, "authorization")) {
         id = H_AUTH;
+    } else if (field_is(r, "transfer-encoding")) {
+        id = H_TE;
     }
     r->field_len = 0;
+    if (id == H_TE && (r->seen & (1u << H_TE)) != 0) {
+        /* Two fields are one list ("chunked, chunked"): chunked applied twice. */
+        return fail(r, 501, te_unsupported);
+    }
     if (id == H_CLENGTH) {
         /* llhttp rejects this too; checked here as well so no build of it can let it by. */
         if (r->seen & (1u << H_CLENGTH)) {
@@ -167,6 +181,12 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
             r->cenc_long = 1;
         }
         append(r->cenc, sizeof(r->cenc), &r->cenc_len, at, n);
+        break;
+    case H_TE:
+        if (r->te_len + n > sizeof(r->te)) {
+            r->te_long = 1;
+        }
+        append(r->te, sizeof(r->te), &r->te_len, at, n);
         break;
     case H_AUTH:
         /* Bounded: a longer value is remembered as too long (401), never kept. */
@@ -220,6 +240,13 @@ static int on_header_value_complete(llhttp_t *p)
         trim_right(r->auth, &r->auth_len);
         r->has_auth = 1;
         break;
+    case H_TE:
+        trim_right(r->te, &r->te_len);
+        if (r->te_long || r->te_len != sizeof(te_chunked) - 1 ||
+            strncasecmp(r->te, te_chunked, r->te_len) != 0) {
+            return fail(r, 501, te_unsupported);
+        }
+        break;
     default:
         break;
     }
@@ -242,6 +269,10 @@ static int on_headers_complete(llhttp_t *p)
     }
     r->has_length = (p->flags & F_CONTENT_LENGTH) != 0;
     r->chunked = (p->flags & F_CHUNKED) != 0;
+    if ((r->seen & (1u << H_TE)) != 0 && !r->chunked) {
+        /* "chunked" followed by a tab: llhttp does not frame it as chunked; never guess. */
+        return fail(r, 501, te_unsupported);
+    }
     r->content_length = r->has_length ? p->content_length : 0;
     r->upgrade = llhttp_get_upgrade(p) != 0 || r->method == HTTP_CONNECT;
     r->keep_alive = llhttp_should_keep_alive(p) && !r->upgrade;
@@ -401,6 +432,9 @@ int nwb__http_req_feed(struct nwb__http_req *r, const char *data, size_t len, si
     } else if (r->status != 0) {
         /* One of our callbacks refused (llhttp reports it as HPE_USER or HPE_CB_*). */
         return dead(r, r->status, r->reason);
+    } else if (err == HPE_INVALID_TRANSFER_ENCODING) {
+        /* llhttp's own refusal of a coding list (e.g. "chunked, gzip"): not implemented. */
+        return dead(r, 501, te_unsupported);
     } else {
         const char *why = llhttp_get_error_reason(&r->parser);
 

@@ -33,6 +33,8 @@ const char *nwb__http_status_text(int status)
         return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
     case 503:
         return "Service Unavailable";
     case 505:

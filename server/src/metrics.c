@@ -6,18 +6,19 @@
  * the telemetry ingest's atomics and the open runs' #token counts) and
  * GET /v1/health (JSON).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nwb/alloc.h"
+#include "nwb/buf.h"
+#include "nwb/json.h"
 #include "nwb/log_line.h"
 #include "crash_int.h"
 #include "server_int.h"
 
 /* The status codes the server answers with; the last slot counts any other. */
-static const int status_codes[NWB__STATUS_SLOTS] = {100, 200, 400, 401, 404, 405, 408, 411,
-                                                    413, 415, 429, 431, 500, 503, 505, 0};
+static const int status_codes[NWB__STATUS_SLOTS] = {100, 200, 400, 401, 404, 405, 408, 411, 413,
+                                                    415, 429, 431, 500, 501, 503, 505, 0};
 
 void nwb__metrics_count_status(struct nwb__metrics *m, int status)
 {
@@ -32,78 +33,22 @@ void nwb__metrics_count_status(struct nwb__metrics *m, int status)
     }
 }
 
-/* The /metrics text: grows as needed, up to a bound (a longer text is cut at a line). */
+/* The /metrics text: grows as needed, up to a bound. Once an append fails (the bound or
+ * memory) nothing more is added, so a cut text still ends at a line. */
 #define TEXT_MAX (64u * 1024u * 1024u)
 
 struct text {
-    char *buf;
-    size_t len, cap;
-    int full; /* TEXT_MAX reached: nothing more is added */
+    nwb_buf_t b;
+    int full;
 };
 
-static int text_reserve(struct text *t, size_t need)
-{
-    size_t cap = t->cap;
-    char *nb;
-
-    if (t->full || t->buf == NULL) {
-        return -1;
-    }
-    if (need <= t->cap - t->len) {
-        return 0;
-    }
-    while (cap - t->len < need) {
-        cap *= 2;
-    }
-    if (cap > TEXT_MAX) {
-        t->full = 1;
-        return -1;
-    }
-    nb = nwb_realloc(t->buf, cap);
-    if (nb == NULL) {
-        t->full = 1;
-        return -1;
-    }
-    t->buf = nb;
-    t->cap = cap;
-    return 0;
-}
-
-static void put(struct text *t, const char *fmt, ...) NWB_PRINTF_LIKE(2, 3);
-
-static void put(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (text_reserve(t, 1) != 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return;
-    }
-    if ((size_t)n >= t->cap - t->len) {
-        if (text_reserve(t, (size_t)n + 1) != 0) {
-            return;
-        }
-        va_start(ap, fmt);
-        n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-        if (n < 0 || (size_t)n >= t->cap - t->len) {
-            return;
-        }
-    }
-    t->len += (size_t)n;
-}
+#define TEXT_PUT(t, ...) ((t)->full = (t)->full || nwb_buf_appendf(&(t)->b, __VA_ARGS__) != 0)
 
 static void metric(struct text *t, const char *name, const char *type, const char *help,
                    uint64_t value)
 {
-    put(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
-        (unsigned long long)value);
+    TEXT_PUT(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+             (unsigned long long)value);
 }
 
 static uint64_t uptime_s(const struct nwb_server *srv)
@@ -123,14 +68,15 @@ static void loop_part(struct nwb_server *srv, struct text *t)
     metric(t, "nwb_duplicate_batches_total", "counter",
            "Batches answered 200 without writing: their X-NWB-Seq was already written.",
            m->duplicates);
-    put(t, "# HELP nwb_requests_total Requests answered, by status code.\n"
-           "# TYPE nwb_requests_total counter\n");
+    TEXT_PUT(t, "# HELP nwb_requests_total Requests answered, by status code.\n"
+                "# TYPE nwb_requests_total counter\n");
     for (size_t i = 0; i < NWB__STATUS_SLOTS; i++) {
         if (status_codes[i] != 0) {
-            put(t, "nwb_requests_total{code=\"%d\"} %llu\n", status_codes[i],
-                (unsigned long long)m->requests[i]);
+            TEXT_PUT(t, "nwb_requests_total{code=\"%d\"} %llu\n", status_codes[i],
+                     (unsigned long long)m->requests[i]);
         } else {
-            put(t, "nwb_requests_total{code=\"other\"} %llu\n", (unsigned long long)m->requests[i]);
+            TEXT_PUT(t, "nwb_requests_total{code=\"other\"} %llu\n",
+                     (unsigned long long)m->requests[i]);
         }
     }
     metric(t, "nwb_errors_total", "counter", "Requests answered with a status >= 400.", m->errors);
@@ -159,23 +105,33 @@ static void loop_part(struct nwb_server *srv, struct text *t)
            "Name-symbol tables switched to after SIGHUP.", m->namesym_reloads);
     metric(t, "nwb_namesym_reload_failures_total", "counter",
            "SIGHUP reloads that failed (the previous table stayed).", m->namesym_reload_failures);
-    put(t,
-        "# HELP nwb_namesym_tokens_total #tokens in written log records, by result, since "
-        "start.\n"
-        "# TYPE nwb_namesym_tokens_total counter\n"
-        "nwb_namesym_tokens_total{result=\"decoded\"} %llu\n"
-        "nwb_namesym_tokens_total{result=\"unknown\"} %llu\n",
-        (unsigned long long)m->tokens_decoded, (unsigned long long)m->tokens_unknown);
+    TEXT_PUT(t,
+             "# HELP nwb_namesym_tokens_total #tokens in written log records, by result, since "
+             "start.\n"
+             "# TYPE nwb_namesym_tokens_total counter\n"
+             "nwb_namesym_tokens_total{result=\"decoded\"} %llu\n"
+             "nwb_namesym_tokens_total{result=\"unknown\"} %llu\n",
+             (unsigned long long)m->tokens_decoded, (unsigned long long)m->tokens_unknown);
 }
 
 static void run_tokens(void *ctx, const char *program, const char *run, uint64_t decoded,
                        uint64_t unknown)
 {
     /* program and run are safe names ([A-Za-z0-9_.-]): nothing to escape in a label. */
-    put(ctx,
-        "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"decoded\"} %llu\n"
-        "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"unknown\"} %llu\n",
-        program, run, (unsigned long long)decoded, program, run, (unsigned long long)unknown);
+    TEXT_PUT((struct text *)ctx,
+             "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"decoded\"} %llu\n"
+             "nwb_namesym_run_tokens_total{program=\"%s\",run=\"%s\",result=\"unknown\"} %llu\n",
+             program, run, (unsigned long long)decoded, program, run, (unsigned long long)unknown);
+}
+
+/* Room for @p need more bytes written in place (past b.len); 0 when there is none. */
+static int text_room(struct text *t, size_t need)
+{
+    if (t->full || nwb_buf_reserve(&t->b, need) != 0) {
+        t->full = 1;
+        return 0;
+    }
+    return 1;
 }
 
 /* The part that scans folders or takes other threads' locks: on the thread pool. */
@@ -185,27 +141,37 @@ static void pool_part(struct nwb__conn *c)
     struct text *t = c->work.ctx;
 
     if (srv->crash != NULL) {
-        for (int tries = 0; tries < 2 && text_reserve(t, 1) == 0; tries++) {
-            const size_t room = t->cap - t->len;
-            const size_t need = nwb__crash_ingest_metrics_write(srv->crash, t->buf + t->len, room);
+        size_t want = 1;
+
+        for (int tries = 0; tries < 2 && text_room(t, want); tries++) {
+            const size_t room = t->b.cap - t->b.len;
+            const size_t need =
+                nwb__crash_ingest_metrics_write(srv->crash, (char *)t->b.data + t->b.len, room);
 
             if (need < room) {
-                t->len += need;
+                t->b.len += need;
                 break;
             }
-            t->buf[t->len] = '\0';
-            (void)text_reserve(t, need + 1);
+            want = need + 1;
         }
     }
-    if (text_reserve(t, 4096) == 0) {
-        t->len +=
-            nwb__tel_ingest_metrics_format(&srv->tel_metrics, t->buf + t->len, t->cap - t->len);
+    if (text_room(t, 4096)) {
+        t->b.len += nwb__tel_ingest_metrics_format(&srv->tel_metrics, (char *)t->b.data + t->b.len,
+                                                   t->b.cap - t->b.len);
     }
-    put(t, "# HELP nwb_namesym_run_tokens_total #tokens in the log records of each open run "
-           "(--max-open-runs), by result.\n"
-           "# TYPE nwb_namesym_run_tokens_total counter\n");
+    TEXT_PUT(t, "# HELP nwb_namesym_run_tokens_total #tokens in the log records of each open run "
+                "(--max-open-runs), by result.\n"
+                "# TYPE nwb_namesym_run_tokens_total counter\n");
     nwb__run_store_tokens_each(nwb__log_worker_store(srv->worker), run_tokens, t);
     metric(t, "nwb_uptime_seconds", "gauge", "Seconds since the server started.", uptime_s(srv));
+}
+
+static void text_free(struct text *t)
+{
+    if (t != NULL) {
+        nwb_buf_cleanup(&t->b);
+        nwb_free(t);
+    }
 }
 
 static void metrics_done(struct nwb__conn *c)
@@ -214,12 +180,12 @@ static void metrics_done(struct nwb__conn *c)
 
     c->work.ctx = NULL;
     if (c->state != NWB__CONN_CLOSED) {
-        nwb__conn_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", t->buf, t->len, 1,
-                          NULL);
-        t->buf = NULL;
+        nwb__conn_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+                          (const char *)t->b.data, t->b.len, 1, NULL);
+        t->b.data = NULL; /* the answer owns it now */
+        t->b.len = t->b.cap = 0;
     }
-    nwb_free(t->buf);
-    nwb_free(t);
+    text_free(t);
 }
 
 void nwb__metrics_handle(struct nwb__conn *c)
@@ -228,11 +194,10 @@ void nwb__metrics_handle(struct nwb__conn *c)
     struct text *t = nwb_calloc(1, sizeof(*t));
 
     if (t != NULL) {
-        t->cap = 16384;
-        t->buf = nwb_malloc(t->cap);
+        nwb_buf_init(&t->b, TEXT_MAX);
     }
-    if (t == NULL || t->buf == NULL) {
-        nwb_free(t);
+    if (t == NULL || nwb_buf_reserve(&t->b, 16384) != 0) {
+        text_free(t);
         nwb__conn_respond_error(c, 503, "out of memory");
         return;
     }
@@ -240,18 +205,31 @@ void nwb__metrics_handle(struct nwb__conn *c)
     c->work.ctx = t;
     if (nwb__offload(c, pool_part, metrics_done) != 0) {
         c->work.ctx = NULL;
-        nwb_free(t->buf);
-        nwb_free(t);
+        text_free(t);
         nwb__conn_respond_error(c, 500, "cannot queue the metrics");
     }
 }
 
 void nwb__health_handle(struct nwb__conn *c)
 {
-    char body[128];
-    int n =
-        snprintf(body, sizeof(body), "{\"status\":\"ok\",\"version\":\"%s\",\"uptime_s\":%llu}\n",
-                 NWB_VERSION_STRING, (unsigned long long)uptime_s(c->srv));
+    nwb_buf_t b = NWB_BUF_INIT(256);
+    nwb_json_t j;
 
-    nwb__conn_respond(c, 200, "application/json", body, (size_t)n, 0, NULL);
+    nwb_json_init(&j, &b, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "status");
+    nwb_json_cstr(&j, "ok");
+    nwb_json_key(&j, "version");
+    nwb_json_cstr(&j, NWB_VERSION_STRING);
+    nwb_json_key(&j, "uptime_s");
+    nwb_json_u64(&j, uptime_s(c->srv));
+    nwb_json_obj_end(&j);
+    nwb_json_space(&j, "\n", 1);
+    if (nwb_json_finish(&j) != 0) {
+        nwb_buf_cleanup(&b);
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    /* The answer takes the buffer. */
+    nwb__conn_respond(c, 200, "application/json", (const char *)b.data, b.len, 1, NULL);
 }

@@ -20,6 +20,7 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "server_int.h"
 
 /*
@@ -95,35 +96,6 @@ static uint64_t key_hash(const char *program, const char *run)
     return fnv1a(h, run, strlen(run));
 }
 
-static int mkdir_p(const char *path, char *errbuf, size_t errlen)
-{
-    char tmp[4096];
-    size_t len = strlen(path);
-
-    if (len == 0 || len >= sizeof(tmp)) {
-        snprintf(errbuf, errlen, "output directory path is empty or too long");
-        return NWB_ECONFIG;
-    }
-    memcpy(tmp, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            const char saved = tmp[i];
-
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-                const int err = -errno;
-                char ebuf[128];
-
-                snprintf(errbuf, errlen, "cannot create %s: %s", tmp,
-                         nwb_strerror_r(err, ebuf, sizeof(ebuf)));
-                return err;
-            }
-            tmp[i] = saved;
-        }
-    }
-    return 0;
-}
-
 int nwb__run_store_open(const char *out_dir, unsigned max_open_runs, struct nwb__run_store **out,
                         char *errbuf, size_t errlen)
 {
@@ -136,8 +108,12 @@ int nwb__run_store_open(const char *out_dir, unsigned max_open_runs, struct nwb_
         snprintf(errbuf, errlen, "--out path too long");
         return NWB_ECONFIG;
     }
-    err = mkdir_p(runs, errbuf, errlen);
+    err = nwb_mkdir_p(runs, 0755);
     if (err) {
+        char ebuf[128];
+
+        snprintf(errbuf, errlen, "cannot create %s: %s", runs,
+                 nwb_strerror_r(err, ebuf, sizeof(ebuf)));
         return err;
     }
     s = nwb_calloc(1, sizeof(*s));
@@ -520,8 +496,6 @@ int nwb__run_batch_append(struct nwb__run_store *s, struct nwb__run *r, const ch
 {
     uint8_t st[STATE_SIZE];
     unsigned flags = STATE_PENDING;
-    size_t off = 0;
-    ssize_t n;
     int err;
 
     (void)s;
@@ -535,31 +509,22 @@ int nwb__run_batch_append(struct nwb__run_store *s, struct nwb__run *r, const ch
         flags |= STATE_FINAL;
     }
     state_encode(st, r, flags, r->size + len);
-    n = pwrite(r->state_fd, st, sizeof(st), 0);
-    if (n != (ssize_t)sizeof(st)) {
-        err = n < 0 ? -errno : -EIO;
+    err = nwb_pwrite_all(r->state_fd, st, sizeof(st), 0);
+    if (err) {
         report(r, STATE_FILE, err);
-        goto undo;
+        nwb__run_batch_abort(r);
+        return err;
     }
-    while (off < len) {
-        n = write(r->log_fd, buf + off, len - off);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            err = n < 0 ? -errno : -EIO;
-            report(r, LOG_FILE, err);
-            goto undo;
-        }
-        off += (size_t)n;
+    err = nwb_write_all(r->log_fd, buf, len);
+    if (err) {
+        report(r, LOG_FILE, err);
+        /* Some of it may have landed: the abort cuts log.txt back to the batch's start. */
+        r->size += len;
+        nwb__run_batch_abort(r);
+        return err;
     }
     r->size += len;
     return 0;
-
-undo:
-    r->size += off;
-    nwb__run_batch_abort(r);
-    return err;
 }
 
 void nwb__run_batch_abort(struct nwb__run *r)

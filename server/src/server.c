@@ -40,14 +40,7 @@ static void srv_free(struct nwb_server *srv)
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
     }
-    {
-        /* the token: volatile so the clearing is not optimised away before free */
-        volatile unsigned char *t = (volatile unsigned char *)&srv->auth;
-
-        for (size_t i = 0; i < sizeof(srv->auth); i++) {
-            t[i] = 0;
-        }
-    }
+    nwb__auth_wipe(&srv->auth, sizeof(srv->auth));
     nwb_free(srv);
 }
 
@@ -100,28 +93,6 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_stop_async(uv_async_t *h)
 {
     nwb_server_shutdown(h->data);
-}
-
-static int check_config(const nwb_server_config_t *cfg, char *errbuf, size_t errlen)
-{
-    if (cfg->bind_addr == NULL || cfg->out_dir == NULL || cfg->out_dir[0] == '\0') {
-        snprintf(errbuf, errlen, "bind address and output directory are required");
-        return NWB_ECONFIG;
-    }
-    if (cfg->port < 0 || cfg->port > 65535) {
-        snprintf(errbuf, errlen, "port %d is out of range", cfg->port);
-        return NWB_ECONFIG;
-    }
-    if (cfg->max_header_bytes == 0 || cfg->max_headers == 0 || cfg->max_body_bytes == 0 ||
-        cfg->request_timeout_ms == 0 || cfg->idle_timeout_ms == 0 || cfg->max_connections == 0 ||
-        cfg->queue_max_jobs == 0 || cfg->max_open_runs == 0 ||
-        cfg->max_body_bytes > cfg->max_buffered_bytes || cfg->max_body_bytes > (1u << 30) ||
-        cfg->namesym_dir_count > NWB_SERVER_NAMESYM_DIRS_MAX || cfg->crash_max_archive_bytes == 0 ||
-        cfg->crash_max_archive_bytes > (1u << 30)) {
-        snprintf(errbuf, errlen, "a bound is zero or out of range");
-        return NWB_ECONFIG;
-    }
-    return nwb__server_check_access(cfg, errbuf, errlen);
 }
 
 /*
@@ -365,7 +336,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     int err;
 
     *out = NULL;
-    err = check_config(cfg, errbuf, errlen);
+    err = nwb__server_config_check(cfg, errbuf, errlen);
     if (err) {
         return err;
     }
@@ -379,10 +350,12 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     nwb__tel_ingest_metrics_init(&srv->tel_metrics);
     nwb_run_id_generate(hex);
     snprintf(srv->anon_run, sizeof(srv->anon_run), "anon-%s", hex);
-    if (cfg->token_file != NULL &&
-        nwb__auth_load(&srv->auth, cfg->token_file, errbuf, errlen) != 0) {
-        srv_free(srv);
-        return NWB_ECONFIG; /* the reason is in errbuf */
+    if (cfg->token_file != NULL) {
+        err = nwb__auth_load(&srv->auth, cfg->token_file, errbuf, errlen);
+        if (err != 0) {
+            srv_free(srv);
+            return err; /* NWB_ECONFIG: errbuf names the file and the cause */
+        }
     }
     err = copy_config(srv, cfg);
     if (err == 0) {
@@ -451,7 +424,7 @@ void nwb_server_shutdown(nwb_server_t *srv)
     struct nwb__conn *c;
     struct nwb__conn *next;
 
-    if (srv->stopping) {
+    if (srv == NULL || srv->stopping) {
         return;
     }
     srv->stopping = 1;
@@ -472,7 +445,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
         return;
     }
     srv->worker_stopped = 1;
-    /* The crash worker first (DESIGN.md), then the log worker drains and joins. */
+    /* The crash worker first (an extraction is abandoned at its next block and redone at the
+     * next start: docs/operations.md, "Signals"), then the log worker drains and joins. */
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);
@@ -488,7 +462,9 @@ void nwb_server_namesym_reload(nwb_server_t *srv)
 
 void nwb_server_request_stop(nwb_server_t *srv)
 {
-    uv_async_send(&srv->stop_async);
+    if (srv != NULL) {
+        uv_async_send(&srv->stop_async);
+    }
 }
 
 int nwb_server_destroy(nwb_server_t *srv)

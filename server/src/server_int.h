@@ -26,6 +26,7 @@
 #include "nwb/namesym.h"
 #include "nwb/safe_name.h"
 #include "nwb/server.h"
+#include "nwb/token.h"
 
 #include "telemetry_int.h"
 
@@ -124,6 +125,9 @@ struct nwb__http_req {
     char cenc[32]; /* Content-Encoding */
     size_t cenc_len;
     int cenc_long;
+    char te[16]; /* Transfer-Encoding: only "chunked" is accepted (else 501) */
+    size_t te_len;
+    int te_long;
     int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
     size_t auth_len;
     int has_auth, auth_long; /* Authorization present; longer than NWB__AUTH_VALUE_MAX */
@@ -239,7 +243,7 @@ struct nwb__log_job {
 
 /* ---- metrics.c ---- */
 
-#define NWB__STATUS_SLOTS 16
+#define NWB__STATUS_SLOTS 17
 
 struct nwb__metrics {
     uint64_t records;      /* records written */
@@ -605,23 +609,28 @@ void nwb__names_reload_switched(struct nwb_server *srv, struct nwb__log_job *job
 
 /* ---- auth.c: --token-file and the bearer check (docs/operations.md, "Access control") ---- */
 
+/* The longest token is NWB_TOKEN_MAX (nwb/token.h), the clients' limit too. */
 #define NWB__TOKEN_MIN       16u  /* bytes; shorter token files are refused */
-#define NWB__TOKEN_MAX       255u /* bytes; the client's limit too */
 #define NWB__TOKEN_FILE_MODE 0077 /* permission bits the token file must not have */
 
 struct nwb__auth {
     int required; /* 1: every request needs Authorization: Bearer <token> */
     size_t len;
-    unsigned char token[NWB__TOKEN_MAX];
+    unsigned char token[NWB_TOKEN_MAX];
 };
 
 /*
- * Load the token from @p path into @p a: a regular file, not accessible by
- * group or others, holding NWB__TOKEN_MIN..NWB__TOKEN_MAX visible ASCII
- * bytes (0x21..0x7e) and at most one trailing newline ("\n" or "\r\n").
- * Returns 0, or NWB_ECONFIG / a negative errno with a reason in @p errbuf.
+ * Load the token from @p path into @p a with nwb_token_file_read() (a regular
+ * file, visible ASCII bytes 0x21..0x7e, at most NWB_TOKEN_MAX, one trailing
+ * newline dropped), adding the server's rules: the file is not accessible by
+ * group or others, and the token has at least NWB__TOKEN_MIN bytes. Returns 0,
+ * or NWB_ECONFIG with "the token file PATH: <reason>" in @p errbuf (the
+ * errno's text and name when it cannot be read).
  */
 int nwb__auth_load(struct nwb__auth *a, const char *path, char *errbuf, size_t errlen);
+
+/* Zero @p n bytes at @p p in a way the compiler keeps (a token's copies). */
+void nwb__auth_wipe(void *p, size_t n);
 
 /*
  * 1 when @p given (@p given_len bytes) equals the token, else 0. Constant
@@ -651,6 +660,45 @@ int nwb__auth_reject(struct nwb__conn *c);
  * cfg->bind_addr is not loopback and there is no cfg->token_file, else 0.
  */
 int nwb__server_check_access(const nwb_server_config_t *cfg, char *errbuf, size_t errlen);
+
+/* ---- options.c: the command line (NWB_SERVER_OPTIONS) ---- */
+
+enum {
+    NWB__OPT_STR,
+    NWB__OPT_BIND,
+    NWB__OPT_TOKEN,
+    NWB__OPT_NAMESYM,
+    NWB__OPT_INT, /* the numbers: int, unsigned, size_t fields */
+    NWB__OPT_UINT,
+    NWB__OPT_SIZE,
+};
+
+/* One row of NWB_SERVER_OPTIONS. */
+struct nwb__opt {
+    const char *name; /* "--port" */
+    int kind;         /* NWB__OPT_* */
+    size_t offset;    /* of the field in nwb_server_config_t */
+    unsigned long long def_num;
+    const char *def_str; /* string kinds; NULL: none */
+    unsigned long long min, max;
+    const char *meta; /* the value's name in --help: "N", "DIR" */
+    const char *help;
+};
+
+/* The rows, in table order; @p *count of them. */
+const struct nwb__opt *nwb__server_options(size_t *count);
+
+/* A number option's value in @p cfg; an int below 0 gives 0 with *negative set. */
+unsigned long long nwb__server_option_number(const nwb_server_config_t *cfg,
+                                             const struct nwb__opt *o, int *negative);
+
+/*
+ * Check any configuration, parsed or built by a library caller, against the
+ * options table: the strings needed, each number in its option's range,
+ * --max-body-bytes within --max-buffered-bytes, and the access rule.
+ * Returns 0, or NWB_ECONFIG naming the option in @p errbuf.
+ */
+int nwb__server_config_check(const nwb_server_config_t *cfg, char *errbuf, size_t errlen);
 
 /* ---- the server (server.c) ---- */
 

@@ -3,9 +3,10 @@
  * fuzz_http_conn.c - fuzz target for the server's HTTP handling of one connection (http_conn.c,
  * http_request.c, the router and every endpoint): the server library runs in-process on its own
  * loop thread (127.0.0.1, port 0), each input is written raw to a fresh loopback connection, and
- * what comes back must be well-formed HTTP responses with known status codes, the connection
- * must end within a deadline, the server must keep answering GET /v1/health, and nothing may
- * appear outside --out (a sentinel beside it keeps its bytes and mtime). abort() otherwise.
+ * what comes back must be well-formed HTTP responses with known status codes (every
+ * application/json body strict JSON), the connection must end within a deadline, the server must
+ * keep answering GET /v1/health, and nothing may appear outside --out (a sentinel beside it keeps
+ * its bytes and mtime). abort() otherwise.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -29,6 +30,8 @@
 #include <arpa/inet.h>
 
 #include "nwb/server.h"
+
+#include "../support/json_check.h"
 
 /*
  * Input layout: byte 0 is the control byte, the rest is written to the connection.
@@ -337,8 +340,8 @@ static size_t read_until_close(int fd, char *buf, size_t cap, long long deadline
 
 static int known_status(int s)
 {
-    static const int known[] = {100, 200, 400, 401, 403, 404, 405, 408,
-                                411, 413, 415, 429, 431, 500, 503, 505};
+    static const int known[] = {100, 200, 400, 401, 403, 404, 405, 408, 411,
+                                413, 415, 429, 431, 500, 501, 503, 505};
 
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (known[i] == s) {
@@ -355,8 +358,9 @@ static int known_status(int s)
  * connection ended with an RST, which may drop bytes in flight) the last response may be cut.
  * With @p may_head (the input holds "HEAD") a response may instead end at its head, as an answer
  * to HEAD does, when what follows is the end or the next status line (the server's own bodies
- * never start with one). Returns the count of final (non-1xx) responses; *@p last_status gets the
- * last final status.
+ * never start with one). A body under Content-Type application/json must be one strict JSON
+ * value (nwb_test_json_check). Returns the count of final (non-1xx) responses; *@p last_status
+ * gets the last final status.
  */
 static unsigned check_responses(const char *buf, size_t len, int partial, int may_head,
                                 int *last_status)
@@ -370,6 +374,7 @@ static unsigned check_responses(const char *buf, size_t len, int partial, int ma
         const char *end = memmem(head, len - off, "\r\n\r\n", 4);
         const char *line;
         long long clen = -1;
+        int json = 0;
         int status;
 
         if (end == NULL) {
@@ -420,6 +425,13 @@ static unsigned check_responses(const char *buf, size_t len, int partial, int ma
                 if (*stop != '\0' || clen < 0) {
                     fatal("a bad Content-Length in a response", num);
                 }
+            } else if ((size_t)(colon - line) == 12 && strncasecmp(line, "Content-Type", 12) == 0) {
+                static const char app_json[] = " application/json";
+                const size_t vlen = (size_t)(eol - colon - 1);
+
+                json = vlen >= sizeof(app_json) - 1 &&
+                       strncasecmp(colon + 1, app_json, sizeof(app_json) - 1) == 0 &&
+                       (vlen == sizeof(app_json) - 1 || colon[sizeof(app_json)] == ';');
             }
             line = eol + 2;
         }
@@ -442,6 +454,16 @@ static unsigned check_responses(const char *buf, size_t len, int partial, int ma
                 break;
             }
             fatal("a response body cut short", NULL);
+        }
+        if (json && clen > 0) {
+            size_t bad = 0;
+
+            if (nwb_test_json_check(buf + off, (size_t)clen, &bad) != 0) {
+                char where[32];
+
+                snprintf(where, sizeof(where), "(byte %zu)", bad);
+                fatal("an application/json body is not strict JSON", where);
+            }
         }
         off += (size_t)clen;
         finals++;

@@ -105,6 +105,13 @@ printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 3\r
     seed bad_cl_and_te $S
 printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc' |
     seed bad_two_cl $S
+# Transfer codings other than one "chunked": 501 and close (RFC 9112 section 6.1).
+printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' |
+    seed bad_te_gzip_chunked $S
+printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' |
+    seed bad_te_twice $H
+printf 'POST /v1/telemetry HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\nabc' |
+    seed bad_te_identity $M
 printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: +3\r\n\r\nabc' |
     seed bad_cl_sign $S
 printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n' |

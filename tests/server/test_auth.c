@@ -34,10 +34,10 @@ static struct nwb__auth auth_of(const char *token)
     return a;
 }
 
-/* @p s padded with zeros to NWB__TOKEN_MAX bytes, as the compare requires. */
+/* @p s padded with zeros to NWB_TOKEN_MAX bytes, as the compare requires. */
 static int equal(const struct nwb__auth *a, const char *s, size_t len)
 {
-    unsigned char buf[NWB__TOKEN_MAX + 8];
+    unsigned char buf[NWB_TOKEN_MAX + 8];
 
     memset(buf, 0, sizeof(buf));
     memcpy(buf, s, len);
@@ -66,7 +66,7 @@ static void test_token_equal_accepts_only_the_exact_token(void **state)
     assert_int_equal(equal(&a, "", 0), 0);
     /* Lengths that differ only in high bits (no truncation to a byte). */
     {
-        unsigned char buf[NWB__TOKEN_MAX + 8];
+        unsigned char buf[NWB_TOKEN_MAX + 8];
 
         memset(buf, 0, sizeof(buf));
         memcpy(buf, TOKEN, strlen(TOKEN));
@@ -78,16 +78,16 @@ static void test_token_equal_accepts_only_the_exact_token(void **state)
 
 static void test_token_equal_at_the_longest_token(void **state)
 {
-    char tok[NWB__TOKEN_MAX + 1];
+    char tok[NWB_TOKEN_MAX + 1];
     struct nwb__auth a;
 
     (void)state;
-    memset(tok, 'k', NWB__TOKEN_MAX);
-    tok[NWB__TOKEN_MAX] = '\0';
+    memset(tok, 'k', NWB_TOKEN_MAX);
+    tok[NWB_TOKEN_MAX] = '\0';
     a = auth_of(tok);
-    assert_int_equal(equal(&a, tok, NWB__TOKEN_MAX), 1);
-    tok[NWB__TOKEN_MAX - 1] = 'j';
-    assert_int_equal(equal(&a, tok, NWB__TOKEN_MAX), 0);
+    assert_int_equal(equal(&a, tok, NWB_TOKEN_MAX), 1);
+    tok[NWB_TOKEN_MAX - 1] = 'j';
+    assert_int_equal(equal(&a, tok, NWB_TOKEN_MAX), 0);
 }
 
 struct tmp {
@@ -145,19 +145,19 @@ static void test_token_file_trims_one_newline_only(void **state)
 
 static void test_token_file_length_bounds_at_their_edges(void **state)
 {
-    char tok[NWB__TOKEN_MAX + 2];
+    char tok[NWB_TOKEN_MAX + 2];
     struct nwb__auth a;
     char err[512];
 
     (void)state;
     memset(tok, 'A', sizeof(tok));
-    assert_int_equal(load(tok, NWB__TOKEN_MAX, 0600, &a, err, sizeof(err)), 0);
-    assert_int_equal(a.len, NWB__TOKEN_MAX);
-    tok[NWB__TOKEN_MAX] = '\n';
-    assert_int_equal(load(tok, NWB__TOKEN_MAX + 1, 0600, &a, err, sizeof(err)), 0);
-    assert_int_equal(a.len, NWB__TOKEN_MAX);
-    tok[NWB__TOKEN_MAX] = 'A';
-    assert_int_equal(load(tok, NWB__TOKEN_MAX + 1, 0600, &a, err, sizeof(err)), NWB_ECONFIG);
+    assert_int_equal(load(tok, NWB_TOKEN_MAX, 0600, &a, err, sizeof(err)), 0);
+    assert_int_equal(a.len, NWB_TOKEN_MAX);
+    tok[NWB_TOKEN_MAX] = '\n';
+    assert_int_equal(load(tok, NWB_TOKEN_MAX + 1, 0600, &a, err, sizeof(err)), 0);
+    assert_int_equal(a.len, NWB_TOKEN_MAX);
+    tok[NWB_TOKEN_MAX] = 'A';
+    assert_int_equal(load(tok, NWB_TOKEN_MAX + 1, 0600, &a, err, sizeof(err)), NWB_ECONFIG);
     assert_non_null(strstr(err, "longer than 255 bytes"));
     assert_int_equal(load(tok, NWB__TOKEN_MIN, 0600, &a, err, sizeof(err)), 0);
     assert_int_equal(load(tok, NWB__TOKEN_MIN - 1, 0600, &a, err, sizeof(err)), NWB_ECONFIG);
@@ -190,15 +190,55 @@ static void test_token_file_refuses_bad_bytes_modes_and_kinds(void **state)
     assert_non_null(strstr(err, "group or others (mode 0644); chmod 600"));
     assert_int_equal(load(TOKEN, strlen(TOKEN), 0640, &a, err, sizeof(err)), NWB_ECONFIG);
     assert_int_equal(load(TOKEN, strlen(TOKEN), 0602, &a, err, sizeof(err)), NWB_ECONFIG);
-    err[0] = '\0';
-    assert_true(nwb__auth_load(&a, "/nonexistent/nwb-token", err, sizeof(err)) < 0);
-    assert_non_null(strstr(err, "cannot open"));
     assert_int_equal(nwb_test_tmpdir("auth", dir, sizeof(dir)), 0);
     assert_int_equal(chmod(dir, 0700), 0);
     assert_int_equal(nwb__auth_load(&a, dir, err, sizeof(err)), NWB_ECONFIG);
     assert_non_null(strstr(err, "not a regular file"));
     nwb_test_rmtree(dir);
     assert_int_equal(a.required, 0);
+}
+
+/* The message names the file and the real cause: the errno's text and name, the mode. */
+static void expect_load_error(const char *path, const char *cause)
+{
+    struct nwb__auth a;
+    char err[512];
+    char want[700];
+
+    err[0] = '\0';
+    assert_int_equal(nwb__auth_load(&a, path, err, sizeof(err)), NWB_ECONFIG);
+    snprintf(want, sizeof(want), "the token file %s: ", path);
+    if (strstr(err, want) == NULL || strstr(err, cause) == NULL) {
+        fail_msg("'%s' does not name %s and '%s'", err, path, cause);
+    }
+    assert_int_equal(a.required, 0);
+}
+
+static void test_token_file_errors_name_the_file_and_the_cause(void **state)
+{
+    struct tmp t;
+    char path[700];
+
+    (void)state;
+    expect_load_error("/nonexistent/nwb-token",
+                      "cannot be read: No such file or directory (ENOENT)");
+    tmp_file(&t, TOKEN, strlen(TOKEN), 0600);
+    /* A path through a regular file: ENOTDIR. */
+    snprintf(path, sizeof(path), "%s/below", t.path);
+    expect_load_error(path, "(ENOTDIR)");
+    /* A symbolic link to itself: ELOOP. */
+    snprintf(path, sizeof(path), "%s/loop", t.dir);
+    assert_int_equal(symlink(path, path), 0);
+    expect_load_error(path, "(ELOOP)");
+    /* Mode rules, with the mode found. */
+    assert_int_equal(chmod(t.path, 0604), 0);
+    expect_load_error(t.path, "readable or writable by group or others (mode 0604)");
+    if (geteuid() != 0) {
+        /* Unreadable (root reads any file, so only other users can see this one). */
+        assert_int_equal(chmod(t.path, 0000), 0);
+        expect_load_error(t.path, "cannot be read: Permission denied (EACCES)");
+    }
+    nwb_test_rmtree(t.dir);
 }
 
 /* Parse @p head with the real request parser and check it against TOKEN. */
@@ -339,7 +379,8 @@ static void test_create_refuses_non_loopback_without_token_and_bad_files(void **
     cfg.token_file = "/nonexistent-nwb-auth-test/token";
     assert_int_equal(nwb_server_create(&loop, &cfg, &srv, err, sizeof(err)), NWB_ECONFIG);
     assert_null(srv);
-    assert_non_null(strstr(err, "/nonexistent-nwb-auth-test/token"));
+    assert_non_null(strstr(err, "the token file /nonexistent-nwb-auth-test/token: "));
+    assert_non_null(strstr(err, "No such file or directory (ENOENT)"));
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
@@ -351,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_token_file_trims_one_newline_only),
         cmocka_unit_test(test_token_file_length_bounds_at_their_edges),
         cmocka_unit_test(test_token_file_refuses_bad_bytes_modes_and_kinds),
+        cmocka_unit_test(test_token_file_errors_name_the_file_and_the_cause),
         cmocka_unit_test(test_bearer_header_forms),
         cmocka_unit_test(test_loopback_addresses),
         cmocka_unit_test(test_args_need_a_token_beyond_loopback),

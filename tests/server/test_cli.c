@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cli.c - the nwb-logserver binary's command-line contract: exit status
- * 2 and a message for bad options, --help and --version, exit 1 when it
- * cannot start, the listening line (IPv4 and IPv6) with the real port.
+ * 2 and a message for bad options and token files, --help and --version,
+ * exit 1 when it cannot start, the listening line (IPv4 and IPv6) with the
+ * real port.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,6 +84,37 @@ static void test_cannot_start_exits_1_with_a_reason(void **state)
     nwb_test_rmtree(dir);
 }
 
+/* nwb-logserver --token-file @p path exits 2 with exactly "the token file PATH: @p cause". */
+static void expect_token_refused(const char *path, const char *out_dir, const char *cause)
+{
+    struct tu_result r;
+    char want[900];
+
+    TU_RUN(&r, "--token-file", path, "--port", "0", "--out", out_dir);
+    assert_int_equal(r.status, 2);
+    snprintf(want, sizeof(want), "nwb-logserver: the token file %s: %s\n", path, cause);
+    assert_string_equal(r.err, want);
+    assert_string_equal(r.out, "");
+}
+
+/* A --token-file that cannot be used: exit 2, one line naming the file and the real cause. */
+static void test_bad_token_file_exits_2_naming_the_file_and_the_cause(void **state)
+{
+    static const char token[] = "cli-token-0123456789abcdef\n";
+    char dir[512];
+    char path[600];
+
+    (void)state;
+    assert_int_equal(nwb_test_tmpdir("cli-token", dir, sizeof(dir)), 0);
+    snprintf(path, sizeof(path), "%s/missing", dir);
+    expect_token_refused(path, dir, "cannot be read: No such file or directory (ENOENT)");
+    snprintf(path, sizeof(path), "%s/token", dir);
+    assert_int_equal(nwb_test_write_file(path, token, sizeof(token) - 1, 0640), 0);
+    expect_token_refused(path, dir,
+                         "readable or writable by group or others (mode 0640); chmod 600 it");
+    nwb_test_rmtree(dir);
+}
+
 static void test_listening_line_has_the_real_port(void **state)
 {
     struct nwb_test_server srv;
@@ -127,6 +159,7 @@ static void test_ipv6_bind_prints_bracketed_address_and_serves(void **state)
 
     (void)state;
     if (!ipv6_loopback_works()) {
+        print_message("skipped: this machine has no IPv6 loopback (::1 cannot be bound)\n");
         skip();
     }
     assert_int_equal(nwb_test_tmpdir("cli6", dir, sizeof(dir)), 0);
@@ -160,6 +193,8 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_options_exit_2_with_a_message, tu_reap),
         cmocka_unit_test_teardown(test_help_and_version_exit_0, tu_reap),
         cmocka_unit_test_teardown(test_cannot_start_exits_1_with_a_reason, tu_reap),
+        cmocka_unit_test_teardown(test_bad_token_file_exits_2_naming_the_file_and_the_cause,
+                                  tu_reap),
         cmocka_unit_test_teardown(test_listening_line_has_the_real_port, tu_reap),
         cmocka_unit_test_teardown(test_ipv6_bind_prints_bracketed_address_and_serves, tu_reap),
     };

@@ -153,6 +153,64 @@ static void test_malformed_requests_are_refused_and_service_continues(void **sta
     finish(&srv, dir);
 }
 
+/*
+ * RFC 9112 section 6.1: a transfer coding the server does not implement is 501 and the
+ * connection closes; only one "chunked" is implemented. Before, "gzip, chunked" was accepted
+ * and the gzip bytes written to the run's log as text.
+ */
+static void test_transfer_codings_other_than_one_chunked_are_501_and_close(void **state)
+{
+    static const char *const codings[] = {
+        "Transfer-Encoding: gzip, chunked\r\n",
+        "Transfer-Encoding: identity\r\n",
+        "Transfer-Encoding: chunked, chunked\r\n",
+        "Transfer-Encoding: x-nwb-unknown\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+    };
+    struct nwb_test_server srv;
+    char dir[512];
+    char req[512];
+    char log[1024];
+    struct reply r;
+
+    (void)state;
+    start(&srv, dir, NULL);
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(codings); i++) {
+        const int n = snprintf(req, sizeof(req),
+                               "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\n"
+                               "X-NWB-Program: te\r\nX-NWB-Run: r%zu\r\n%s\r\n"
+                               "6\r\ngzip?\n\r\n0\r\n\r\n",
+                               i, codings[i]);
+        char run[8];
+        int fd = nwb_test_connect(srv.port);
+
+        assert_true(fd >= 0);
+        assert_int_equal(nwb_test_send_all(fd, req, (size_t)n), 0);
+        assert_int_equal(read_reply(fd, &r), 0);
+        if (r.status != 501) {
+            fail_msg("expected 501, got %d for %s", r.status, codings[i]);
+        }
+        assert_non_null(strstr(r.head, "HTTP/1.1 501 Not Implemented\r\n"));
+        assert_non_null(strstr(r.head, "\r\nConnection: close\r\n"));
+        assert_non_null(strstr(r.body, "Transfer-Encoding"));
+        assert_true(nwb_test_wait_closed(fd, 5000));
+        close(fd);
+        /* Nothing of the body reached a log. */
+        snprintf(run, sizeof(run), "r%zu", i);
+        assert_int_equal(nwb_test_find_run_log(dir, "te", run, log, sizeof(log)), -1);
+    }
+    /* One chunked, in any case, is still served. */
+    EXPECT(srv.port,
+           "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: Chunked\r\n"
+           "\r\n3\r\nok\n\r\n0\r\n\r\n",
+           200, 0);
+    assert_int_equal(tu_metric(srv.port, "nwb_requests_total{code=\"501\"}"),
+                     (long long)NWB_ARRAY_SIZE(codings));
+    still_serves(srv.port);
+    finish(&srv, dir);
+}
+
 static void test_routing_errors_keep_the_connection(void **state)
 {
     struct nwb_test_server srv;
@@ -504,6 +562,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_malformed_requests_are_refused_and_service_continues,
+                                  tu_reap),
+        cmocka_unit_test_teardown(test_transfer_codings_other_than_one_chunked_are_501_and_close,
                                   tu_reap),
         cmocka_unit_test_teardown(test_routing_errors_keep_the_connection, tu_reap),
         cmocka_unit_test_teardown(test_head_answer_has_no_body, tu_reap),

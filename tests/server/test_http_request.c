@@ -280,6 +280,41 @@ static void test_malformed_requests_are_400(void **state)
     }
 }
 
+/* RFC 9112 section 6.1: only "chunked", alone and once, is implemented; any other coding, a
+ * list, or a second field is 501 (and the connection closes, http_conn.c). */
+static void test_transfer_codings_other_than_one_chunked_are_501(void **state)
+{
+    static const char *const bad[] = {
+        "gzip, chunked", "identity",    "chunked, chunked", "x-unknown", "chunked, gzip",
+        "gzip",          "chunked;q=1", "chunkedx",         "",
+    };
+    char req[256];
+
+    (void)state;
+    for (size_t step = 1; step <= 64; step += 63) {
+        for (size_t i = 0; i < NWB_ARRAY_SIZE(bad); i++) {
+            const int n = snprintf(req, sizeof(req),
+                                   "POST /v1/log HTTP/1.1\r\nTransfer-Encoding: %s\r\n\r\n"
+                                   "3\r\nabc\r\n0\r\n\r\n",
+                                   bad[i]);
+
+            if (status_of(req, (size_t)n, step) != 501) {
+                fail_msg("Transfer-Encoding: '%s' (step %zu) is not 501", bad[i], step);
+            }
+        }
+        /* Two fields, each "chunked": one list of two codings. */
+        assert_int_equal(STATUS_OF("POST /v1/log HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                                   step),
+                         501);
+        /* One "chunked", in any case, with blanks around it, is accepted. */
+        assert_int_equal(STATUS_OF("POST /v1/log HTTP/1.1\r\nTransfer-Encoding:  ChUnKeD  \r\n"
+                                   "\r\n3\r\nabc\r\n0\r\n\r\n",
+                                   step),
+                         200);
+    }
+}
+
 static void test_nul_byte_in_header_value_is_400(void **state)
 {
     static const char req[] = "GET / HTTP/1.1\r\nX-A: b\0c\r\n\r\n";
@@ -445,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_head_at_byte_limit_passes_one_more_is_431),
         cmocka_unit_test(test_header_count_at_limit_passes_one_more_is_431),
         cmocka_unit_test(test_malformed_requests_are_400),
+        cmocka_unit_test(test_transfer_codings_other_than_one_chunked_are_501),
         cmocka_unit_test(test_nul_byte_in_header_value_is_400),
         cmocka_unit_test(test_chunked_body_is_delivered_whole),
         cmocka_unit_test(test_body_sink_status_fails_the_request),

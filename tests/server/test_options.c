@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* test_options.c - unit tests of the nwb-logserver command line (options.c). */
-/* The crash caps' defaults are checked against the crash ingest's own (crash_int.h). */
+/*
+ * test_options.c - unit tests of the nwb-logserver command line (options.c) and its one table
+ * (NWB_SERVER_OPTIONS): the defaults, --help and docs/operations.md's flag table all say what
+ * the table says. The crash caps' defaults are checked against the crash ingest's (crash_int.h).
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nwb/error.h"
 #include "nwb/server.h"
 #include "crash_int.h"
+#include "server_int.h"
+#include "test_support.h"
 
 static int parse(nwb_server_config_t *cfg, char *err, size_t errlen, ...)
 {
@@ -237,6 +244,245 @@ static void test_help_and_version_are_reported(void **state)
     assert_non_null(strstr(nwb_server_usage(), "--crash-max-queue"));
 }
 
+static int is_number(const struct nwb__opt *o)
+{
+    return o->kind == NWB__OPT_INT || o->kind == NWB__OPT_UINT || o->kind == NWB__OPT_SIZE;
+}
+
+/* The config's defaults are the table's, each number inside its own range. */
+static void test_config_defaults_are_the_table_defaults(void **state)
+{
+    const nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;
+    size_t n;
+    const struct nwb__opt *opts = nwb__server_options(&n);
+    char err[256];
+
+    (void)state;
+    assert_int_equal(n, 25);
+    for (size_t i = 0; i < n; i++) {
+        const struct nwb__opt *o = &opts[i];
+        const char *field = (const char *)&cfg + o->offset;
+        const char *text;
+        int negative;
+
+        if (is_number(o)) {
+            const unsigned long long v = nwb__server_option_number(&cfg, o, &negative);
+
+            if (negative || v != o->def_num || v < o->min || v > o->max) {
+                fail_msg("%s: config default %llu, table default %llu in %llu..%llu", o->name, v,
+                         o->def_num, o->min, o->max);
+            }
+            continue;
+        }
+        memcpy(&text, field, sizeof(text)); /* namesym_dirs: its first entry */
+        if (o->def_str == NULL ? text != NULL : text == NULL || strcmp(text, o->def_str) != 0) {
+            fail_msg("%s: config default '%s', table default '%s'", o->name,
+                     text != NULL ? text : "(none)", o->def_str != NULL ? o->def_str : "(none)");
+        }
+    }
+    assert_int_equal(cfg.namesym_dir_count, 0);
+    assert_int_equal(cfg.handle_signals, 0);
+    /* And the defaults pass the check nwb_server_create() applies. */
+    assert_int_equal(nwb__server_config_check(&cfg, err, sizeof(err)), 0);
+}
+
+/* The --help block of @p flag (its line up to the next option's), blanks collapsed to one. */
+static void help_block(const char *flag, const char *meta, char *out, size_t cap)
+{
+    const char *usage = nwb_server_usage();
+    char head[64];
+    const char *p;
+    const char *end;
+    size_t n = 0;
+
+    snprintf(head, sizeof(head), "\n  %s %s ", flag, meta);
+    p = strstr(usage, head);
+    if (p == NULL) {
+        fail_msg("--help has no line for %s %s", flag, meta);
+    }
+    p += strlen(head);
+    end = strstr(p, "\n  -");
+    if (end == NULL) {
+        end = p + strlen(p);
+    }
+    for (; p < end && n + 1 < cap; p++) {
+        const int blank = *p == ' ' || *p == '\n';
+
+        if (blank && (n == 0 || out[n - 1] == ' ')) {
+            continue;
+        }
+        out[n++] = blank ? ' ' : *p;
+    }
+    out[n] = '\0';
+}
+
+static void test_help_lists_every_option_with_its_default_and_range(void **state)
+{
+    size_t n;
+    const struct nwb__opt *opts = nwb__server_options(&n);
+    char block[1024];
+    char want[128];
+
+    (void)state;
+    for (size_t i = 0; i < n; i++) {
+        const struct nwb__opt *o = &opts[i];
+
+        help_block(o->name, o->meta, block, sizeof(block));
+        if (is_number(o)) {
+            snprintf(want, sizeof(want), "(default %llu; %llu..%llu)", o->def_num, o->min, o->max);
+        } else if (o->def_str != NULL) {
+            snprintf(want, sizeof(want), "(default %s)", o->def_str);
+        } else {
+            want[0] = '\0';
+        }
+        if (strstr(block, want) == NULL) {
+            fail_msg("--help for %s says '%s', not '%s'", o->name, block, want);
+        }
+    }
+    /* Every line fits 79 columns. */
+    for (const char *line = nwb_server_usage(); *line != '\0';) {
+        const char *nl = strchr(line, '\n');
+
+        assert_non_null(nl);
+        assert_true(nl - line <= 79);
+        line = nl + 1;
+    }
+    assert_non_null(strstr(nwb_server_usage(), "\n  --help "));
+    assert_non_null(strstr(nwb_server_usage(), "\n  --version "));
+}
+
+/* Cell @p col (0-based) of the markdown table row @p line, trimmed, into @p out. */
+static int cell(const char *line, int col, char *out, size_t cap)
+{
+    const char *p = line;
+
+    for (int c = 0; c <= col; c++) {
+        p = strchr(p, '|');
+        if (p == NULL) {
+            return -1;
+        }
+        p++;
+    }
+    {
+        const char *e = strchr(p, '|');
+        size_t n;
+
+        if (e == NULL) {
+            return -1;
+        }
+        while (p < e && *p == ' ') {
+            p++;
+        }
+        while (e > p && e[-1] == ' ') {
+            e--;
+        }
+        n = (size_t)(e - p);
+        if (n >= cap) {
+            return -1;
+        }
+        memcpy(out, p, n);
+        out[n] = '\0';
+    }
+    return 0;
+}
+
+/* docs/operations.md's flag table: one row per option, with the table's default and range,
+ * and no row for an option the table does not have. */
+static void test_operations_doc_flag_table_matches_the_options_table(void **state)
+{
+    size_t count;
+    const struct nwb__opt *opts = nwb__server_options(&count);
+    char path[1024];
+    char *doc;
+    const char *table;
+    const char *table_end;
+    unsigned doc_rows = 0;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/docs/operations.md", NWB_TEST_SOURCE_DIR);
+    doc = nwb_test_read_file(path, NULL);
+    assert_non_null(doc);
+    table = strstr(doc, "\n| option | default | range | meaning |\n");
+    assert_non_null(table);
+    for (size_t i = 0; i < count; i++) {
+        const struct nwb__opt *o = &opts[i];
+        char start[96], def[128], range[64], want[128];
+        const char *line;
+
+        snprintf(start, sizeof(start), "\n| `%s %s` |", o->name, o->meta);
+        line = strstr(table, start);
+        if (line == NULL) {
+            fail_msg("docs/operations.md has no row for %s", o->name);
+        }
+        line++;
+        assert_int_equal(cell(line, 1, def, sizeof(def)), 0);
+        assert_int_equal(cell(line, 2, range, sizeof(range)), 0);
+        if (is_number(o)) {
+            snprintf(want, sizeof(want), "%llu", o->def_num);
+            if (strcmp(def, want) != 0) {
+                fail_msg("docs: %s default '%s', the table says %s", o->name, def, want);
+            }
+            snprintf(want, sizeof(want), "%llu..%llu", o->min, o->max);
+            if (strcmp(range, want) != 0) {
+                fail_msg("docs: %s range '%s', the table says %s", o->name, range, want);
+            }
+        } else {
+            if (o->def_str != NULL) {
+                snprintf(want, sizeof(want), "`%s`", o->def_str);
+                if (strcmp(def, want) != 0) {
+                    fail_msg("docs: %s default '%s', the table says %s", o->name, def, want);
+                }
+            }
+            assert_string_equal(range, "-");
+        }
+    }
+    /* The other way: every documented option is in the table (or is --help / --version). */
+    table_end = strstr(table + 1, "\n\n");
+    assert_non_null(table_end);
+    for (const char *p = strstr(table, "\n| `--"); p != NULL && p < table_end;
+         p = strstr(p + 1, "\n| `--")) {
+        char flag[64];
+        const size_t n = strcspn(p + 4, " `");
+        int known = 0;
+
+        assert_true(n < sizeof(flag));
+        memcpy(flag, p + 4, n);
+        flag[n] = '\0';
+        for (size_t i = 0; i < count; i++) {
+            known |= strcmp(opts[i].name, flag) == 0;
+        }
+        if (!known && strcmp(flag, "--help") != 0 && strcmp(flag, "--version") != 0) {
+            fail_msg("docs/operations.md documents %s, which the table does not have", flag);
+        }
+        doc_rows++;
+    }
+    assert_int_equal(doc_rows, count + 2);
+    free(doc);
+}
+
+/* A library caller's config is held to the table's ranges too (nwb_server_create()). */
+static void test_library_configs_are_checked_against_the_table(void **state)
+{
+    nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;
+    char err[256];
+
+    (void)state;
+    cfg.max_headers = 0;
+    assert_int_equal(nwb__server_config_check(&cfg, err, sizeof(err)), NWB_ECONFIG);
+    assert_string_equal(err, "--max-headers: 0 is not in 1..1024");
+    cfg = (nwb_server_config_t)NWB_SERVER_CONFIG_INIT;
+    cfg.port = -1;
+    assert_int_equal(nwb__server_config_check(&cfg, err, sizeof(err)), NWB_ECONFIG);
+    assert_string_equal(err, "--port: a negative value is not in 0..65535");
+    cfg = (nwb_server_config_t)NWB_SERVER_CONFIG_INIT;
+    cfg.crash_max_path_depth = 65;
+    assert_int_equal(nwb__server_config_check(&cfg, err, sizeof(err)), NWB_ECONFIG);
+    assert_string_equal(err, "--crash-max-path-depth: 65 is not in 1..64");
+    cfg = (nwb_server_config_t)NWB_SERVER_CONFIG_INIT;
+    cfg.out_dir = NULL;
+    assert_int_equal(nwb__server_config_check(&cfg, err, sizeof(err)), NWB_ECONFIG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +493,10 @@ int main(void)
         cmocka_unit_test(test_bad_input_is_refused_with_a_reason),
         cmocka_unit_test(test_namesym_dir_bound_is_enforced_at_its_edge),
         cmocka_unit_test(test_help_and_version_are_reported),
+        cmocka_unit_test(test_config_defaults_are_the_table_defaults),
+        cmocka_unit_test(test_help_lists_every_option_with_its_default_and_range),
+        cmocka_unit_test(test_operations_doc_flag_table_matches_the_options_table),
+        cmocka_unit_test(test_library_configs_are_checked_against_the_table),
     };
 
     return cmocka_run_group_tests_name("server.options", tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * test_run_store.c - unit tests of run_store.c on a real temporary
  * directory: the layout, duplicate state across a "restart" (a new store on
  * the same files), recovery from every point a SIGKILL can hit, refusal of
- * symlinks, the open-run bound, and undoing a failed write (RLIMIT_FSIZE).
+ * symlinks, the open-run bound, undoing a failed write (RLIMIT_FSIZE), and making
+ * the output root with its parents.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -383,6 +384,35 @@ static void test_failed_write_leaves_nothing_partial_and_retry_works(void **stat
     free(text);
 }
 
+/* The output root is made with its parents (nwb_mkdir_p); a failure names the folder. */
+static void test_open_makes_missing_parents_and_names_a_failure(void **state)
+{
+    struct fx *f = *state;
+    struct nwb__run_store *s = NULL;
+    char deep[700];
+    char below[700];
+    char want[800];
+    char err[512];
+    struct stat st;
+
+    snprintf(deep, sizeof(deep), "%s/a/b/c", f->dir);
+    assert_int_equal(nwb__run_store_open(deep, 8, &s, err, sizeof(err)), 0);
+    nwb__run_store_close(s);
+    snprintf(want, sizeof(want), "%s/runs", deep);
+    assert_int_equal(stat(want, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* Under a regular file: ENOTDIR, and the message names the folder. */
+    snprintf(below, sizeof(below), "%s/a/file", f->dir);
+    assert_int_equal(nwb_test_write_file(below, "x", 1, 0600), 0);
+    snprintf(below, sizeof(below), "%s/a/file/out", f->dir);
+    s = (struct nwb__run_store *)(uintptr_t)1;
+    assert_int_equal(nwb__run_store_open(below, 8, &s, err, sizeof(err)), -ENOTDIR);
+    assert_null(s);
+    snprintf(want, sizeof(want), "cannot create %s/runs: ", below);
+    assert_non_null(strstr(err, want));
+    nwb__run_store_close(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +437,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failed_write_leaves_nothing_partial_and_retry_works,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_makes_missing_parents_and_names_a_failure, setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests_name("server.run_store", tests, NULL, NULL);

@@ -22,6 +22,8 @@
 
 #include "nwb/error.h"
 #include "nwb/server.h"
+#include "json_check.h"
+#include "server_int.h"
 #include "server_test_util.h"
 
 struct fx {
@@ -348,6 +350,47 @@ static void test_shutdown_answers_inflight_and_closes_idle(void **state)
     stop_ex(f, 0);
 }
 
+/* GET /v1/health is application/json that a strict parser accepts, with its three fields. */
+static void test_health_answer_is_strict_json(void **state)
+{
+    static const char req[] = "GET /v1/health HTTP/1.1\r\nConnection: close\r\n\r\n";
+    struct fx *f = start_default();
+    char all[4096];
+    const char *body;
+    size_t bad = 0;
+    int fd = nwb_test_connect(f->port);
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(send_str(fd, req), 0);
+    read_until_closed(fd, all, sizeof(all));
+    close(fd);
+    assert_int_equal(strncmp(all, "HTTP/1.1 200 OK\r\n", 17), 0);
+    body = strstr(all, "\r\n\r\n");
+    assert_non_null(body);
+    body += 4;
+    assert_non_null(strstr(all, "\r\nContent-Type: application/json\r\n"));
+    if (nwb_test_json_check(body, strlen(body), &bad) != 0) {
+        fail_msg("/v1/health is not JSON at byte %zu: %s", bad, body);
+    }
+    assert_int_equal(
+        strncmp(body, "{\"status\":\"ok\",\"version\":\"" NWB_VERSION_STRING "\",\"uptime_s\":",
+                strlen("{\"status\":\"ok\",\"version\":\"" NWB_VERSION_STRING "\",\"uptime_s\":")),
+        0);
+    stop(f);
+}
+
+/* STYLE.md: every destructor, cleanup and close accepts NULL. */
+static void test_destroy_and_close_functions_accept_null(void **state)
+{
+    (void)state;
+    assert_int_equal(nwb_server_destroy(NULL), 0);
+    nwb_server_shutdown(NULL);
+    nwb_server_request_stop(NULL);
+    nwb__run_store_close(NULL);
+    nwb__names_unref(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +401,8 @@ int main(void)
         cmocka_unit_test(test_body_budget_makes_requests_wait_not_fail),
         cmocka_unit_test(test_create_on_a_used_port_fails_and_unwinds),
         cmocka_unit_test(test_shutdown_answers_inflight_and_closes_idle),
+        cmocka_unit_test(test_health_answer_is_strict_json),
+        cmocka_unit_test(test_destroy_and_close_functions_accept_null),
     };
 
     return cmocka_run_group_tests_name("server.server_loop", tests, NULL, NULL);

@@ -23,10 +23,14 @@ extern "C" {
 NWB_API int nwb_token_valid(const char *s, size_t len);
 
 /**
- * Read the token in file @p path, as nwb-logserver reads --token-file: one
+ * Read the token in file @p path, as nwb-logserver reads --token-file: a
+ * regular file (symbolic links followed, never blocking on a FIFO); one
  * trailing LF or CRLF is dropped, the rest must pass nwb_token_valid().
  * @p dst gets it NUL-terminated (@p cap >= NWB_TOKEN_MAX + 1). Returns 0, or
- * NWB_ECONFIG with a reason naming the file in @p errbuf (may be NULL).
+ * NWB_ECONFIG with "the token file PATH: <reason>" in @p errbuf (may be
+ * NULL): the errno's text and name when it cannot be read ("No such file or
+ * directory (ENOENT)"), not a regular file, empty, longer than
+ * NWB_TOKEN_MAX, or which byte is not visible ASCII.
  */
 NWB_API int nwb_token_file_read(const char *path, char *dst, size_t cap, char *errbuf,
                                 size_t errlen);

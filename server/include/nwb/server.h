@@ -29,6 +29,7 @@ typedef struct nwb_server nwb_server_t; /* opaque */
 /**
  * Server settings; docs/operations.md lists each with its flag. Strings are
  * borrowed until nwb_server_create() returns (the server copies them).
+ * NWB_SERVER_OPTIONS below gives each field's default and range.
  */
 typedef struct nwb_server_config {
     const char *bind_addr; /* IPv4 or IPv6 literal */
@@ -60,11 +61,84 @@ typedef struct nwb_server_config {
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
 } nwb_server_config_t;
 
+/*
+ * The command line, one row per option: the one source of the defaults
+ * (NWB_SERVER_CONFIG_INIT), the parser, the ranges nwb_server_create()
+ * checks, and --help (nwb_server_usage()); a test holds docs/operations.md
+ * to it.
+ *   X(flag, field, kind, default, min, max, value name, help)
+ * kind: BIND, STR, TOKEN, NAMESYM (strings; default NULL: none) or INT,
+ * UINT, SIZE (numbers in min..max, the field's type int, unsigned, size_t).
+ */
+#define NWB_SERVER_OPTIONS(X)                                                                      \
+    X("--bind", bind_addr, BIND, "127.0.0.1", 0, 0, "ADDR",                                        \
+      "listen address, an IPv4 or IPv6 literal; one outside 127.0.0.0/8 and ::1 needs "            \
+      "--token-file")                                                                              \
+    X("--port", port, INT, 7650, 0, 65535, "N", "listen port; 0 picks a free one")                 \
+    X("--out", out_dir, STR, "./nwb-logs", 0, 0, "DIR", "output root, created when missing")       \
+    X("--token-file", token_file, TOKEN, NULL, 0, 0, "FILE",                                       \
+      "every request needs Authorization: Bearer <token>, the token being FILE's content "         \
+      "(16..255 visible ASCII bytes, one trailing newline ignored; FILE not accessible by "        \
+      "group or others); else 401")                                                                \
+    X("--namesym-dir", namesym_dirs, NAMESYM, NULL, 0, 0, "DIR",                                   \
+      "load .namesym sidecars from DIR; repeatable, at most 16; replaces the default (the "        \
+      "executable's folder)")                                                                      \
+    X("--crash-retain-packages", crash_retain_packages, UINT, 256u, 0, 1000000, "N",               \
+      "extracted crash packages kept; 0 = all")                                                    \
+    X("--crash-retain-raw", crash_retain_raw, UINT, 256u, 0, 1000000, "N",                         \
+      "raw crash archives kept; 0 = all")                                                          \
+    X("--crash-retain-invalid", crash_retain_invalid, UINT, 64u, 0, 1000000, "N",                  \
+      "invalid crash archives kept; 0 = all")                                                      \
+    X("--crash-max-archive-bytes", crash_max_archive_bytes, SIZE, (size_t)64u << 20, 1,            \
+      1073741824, "N", "POST /v1/crash body, bytes; beyond: 413")                                  \
+    X("--crash-max-entries", crash_max_entries, UINT, 4096u, 1, 1000000, "N",                      \
+      "entries read from one archive")                                                             \
+    X("--crash-max-path-bytes", crash_max_path_bytes, UINT, 256u, 1, 4096, "N",                    \
+      "bytes of one entry's path")                                                                 \
+    X("--crash-max-path-depth", crash_max_path_depth, UINT, 8u, 1, 64, "N",                        \
+      "folders in one entry's path, the file included")                                            \
+    X("--crash-max-entry-bytes", crash_max_entry_bytes, SIZE, (size_t)64u << 20, 1, 1ull << 40,    \
+      "N", "bytes extracted for one file")                                                         \
+    X("--crash-max-total-bytes", crash_max_total_bytes, SIZE, (size_t)256u << 20, 1, 1ull << 40,   \
+      "N", "bytes extracted for one package")                                                      \
+    X("--crash-max-ratio", crash_max_ratio, UINT, 200u, 1, 1000000, "N",                           \
+      "extracted / archive bytes, checked once 1 MiB is extracted")                                \
+    X("--crash-max-queue", crash_max_queue, UINT, 256u, 1, 65536, "N",                             \
+      "archives stored, not yet extracted; beyond: 503")                                           \
+    X("--max-header-bytes", max_header_bytes, SIZE, (size_t)16u << 10, 256, 1048576, "N",          \
+      "request line + headers, bytes; beyond: 431")                                                \
+    X("--max-headers", max_headers, UINT, 64u, 1, 1024, "N",                                       \
+      "header fields per request; beyond: 431")                                                    \
+    X("--max-body-bytes", max_body_bytes, SIZE, (size_t)16u << 20, 1, 1073741824, "N",             \
+      "request body, bytes; beyond: 413")                                                          \
+    X("--request-timeout-ms", request_timeout_ms, UINT, 10000u, 1, 86400000, "N",                  \
+      "a request's first byte to its last; beyond: 408")                                           \
+    X("--idle-timeout-ms", idle_timeout_ms, UINT, 60000u, 1, 86400000, "N",                        \
+      "a keep-alive connection without a request is closed")                                       \
+    X("--max-connections", max_connections, UINT, 4096u, 1, 65536, "N",                            \
+      "open connections; beyond: 503 and close")                                                   \
+    X("--queue-max-jobs", queue_max_jobs, UINT, 1024u, 1, 65536, "N",                              \
+      "log jobs queued or being written; beyond: reading pauses")                                  \
+    X("--max-buffered-bytes", max_buffered_bytes, SIZE, (size_t)256u << 20, 1, 1ull << 40, "N",    \
+      "request bodies held in memory, bytes, at least --max-body-bytes; beyond: requests wait")    \
+    X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")
+
+/* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
+#define NWB_SERVER_OPT_INIT_(flag, field, kind, def, min, max, meta, help)                         \
+    NWB_SERVER_OPT_INIT_##kind(field, def)
+#define NWB_SERVER_OPT_INIT_BIND(field, def)    .field = (def),
+#define NWB_SERVER_OPT_INIT_STR(field, def)     .field = (def),
+#define NWB_SERVER_OPT_INIT_TOKEN(field, def)   .field = (def),
+#define NWB_SERVER_OPT_INIT_NAMESYM(field, def) /* the list starts empty */
+#define NWB_SERVER_OPT_INIT_INT(field, def)     .field = (def),
+#define NWB_SERVER_OPT_INIT_UINT(field, def)    .field = (def),
+#define NWB_SERVER_OPT_INIT_SIZE(field, def)    .field = (def),
+
+/* The defaults: `nwb_server_config_t cfg = NWB_SERVER_CONFIG_INIT;` (every option's default,
+ * no --namesym-dir, signals not handled). C only: the designators are not in field order. */
 #define NWB_SERVER_CONFIG_INIT                                                                     \
     {                                                                                              \
-        "127.0.0.1", 7650, "./nwb-logs", {NULL}, 0u, 256u, 256u, 64u, 64u << 20, 4096u, 256u, 8u,  \
-            (size_t)64u << 20, (size_t)256u << 20, 200u, 256u, 16u * 1024u, 64u,                   \
-            16u * 1024u * 1024u, 10000u, 60000u, 4096u, 1024u, 256u * 1024u * 1024u, 256u, 0, NULL \
+        .handle_signals = 0, NWB_SERVER_OPTIONS(NWB_SERVER_OPT_INIT_)                              \
     }
 
 /* nwb_server_config_parse() results besides 0 and NWB_ECONFIG. */
@@ -81,15 +155,19 @@ typedef struct nwb_server_config {
 NWB_API int nwb_server_config_parse(nwb_server_config_t *cfg, int argc, char **argv, char *errbuf,
                                     size_t errlen);
 
-/** The --help text (static). */
+/** The --help text: every NWB_SERVER_OPTIONS row with its default and range. Built once, on
+ * the first call (any thread); static storage. */
 NWB_API const char *nwb_server_usage(void);
 
 /**
- * Create the output root, start the log worker, bind and listen. On success
- * stores the server in @p *out and returns 0; the caller owns it (see
- * nwb_server_destroy()). On failure returns a negative code with a reason in
- * @p errbuf, leaves @p *out NULL and nothing running (run the loop once more
- * to let closed handles finish, as always with libuv).
+ * Load the --token-file token, create the output root, start the log worker,
+ * bind and listen. On success stores the server in @p *out and returns 0; the
+ * caller owns it (see nwb_server_destroy()). On failure returns a negative
+ * code with a reason in @p errbuf, leaves @p *out NULL and nothing running
+ * (run the loop once more to let closed handles finish, as always with
+ * libuv). A setting that cannot be used is NWB_ECONFIG, a token file
+ * included whatever the cause: the reason then names the file and the cause
+ * (the errno's text and name, the mode, the length).
  */
 NWB_API int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_server_t **out,
                               char *errbuf, size_t errlen);
@@ -107,13 +185,13 @@ NWB_API const char *nwb_server_address(const nwb_server_t *srv, char *buf, size_
  * Begin a graceful stop: stop accepting, close idle connections and those
  * still receiving a request, answer every request whose body is complete,
  * drain and join the log worker, close files and every handle. The loop's
- * uv_run() returns once all of that is done. Idempotent.
+ * uv_run() returns once all of that is done. Idempotent; NULL is a no-op.
  */
 NWB_API void nwb_server_shutdown(nwb_server_t *srv);
 
 /**
  * nwb_server_shutdown() from any thread (or a signal handler): wakes the
- * loop. Valid until the loop's uv_run() returns.
+ * loop. Valid until the loop's uv_run() returns. NULL is a no-op.
  */
 NWB_API void nwb_server_request_stop(nwb_server_t *srv);
 
