@@ -84,6 +84,11 @@ post /v1/crash "$c/crash_ingest/bad_traversal" '' | seed post_crash_traversal $M
     printf 'GET /metrics HTTP/1.1\r\nHost: fuzz\r\n\r\n'
     post /v1/log "$tmp/text" 'Content-Type: text/plain\r\n'
 } | seed pipelined_three $M
+# A crash list after an upload: the list's JSON must stay strict (the oracle checks it).
+{
+    post /v1/crash "$c/crash_ingest/valid_tar" ''
+    printf 'GET /v1/crashes HTTP/1.1\r\nHost: fuzz\r\n\r\n'
+} | seed pipelined_crash_list $M
 {
     post /v1/log "$tmp/text" 'Content-Type: text/plain\r\nX-NWB-Seq: 2\r\n'
     post /v1/log "$tmp/text" 'Content-Type: text/plain\r\nX-NWB-Seq: 2\r\n'
