@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_line.h"
 #include "nwb/telemetry_report.h"
 
@@ -23,9 +24,9 @@ int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t se
     char line[LINE_MAX_BYTES];
     char clean[NWB_TEL_REASON_MAX];
     size_t n = 0;
-    size_t off = 0;
     int len;
     int fd;
+    int err;
 
     if (reason == NULL) {
         reason = "";
@@ -47,24 +48,11 @@ int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t se
     if (fd < 0) {
         return -errno;
     }
-    while (off < (size_t)len) {
-        const ssize_t w = write(fd, line + off, (size_t)len - off);
-
-        if (w < 0) {
-            const int e = errno;
-
-            if (e == EINTR) {
-                continue;
-            }
-            close(fd);
-            return -e;
-        }
-        off += (size_t)w;
+    err = nwb_write_all(fd, line, (size_t)len);
+    if (close(fd) != 0 && err == 0) {
+        err = -errno;
     }
-    if (close(fd) != 0) {
-        return -errno;
-    }
-    return 0;
+    return err;
 }
 
 /* The value after "key=" in @p line, or NULL. */
