@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "nwb/error.h"
 #include "nwb/file_io.h"
@@ -137,14 +138,32 @@ static int parse_line(const char *line, nwb_tel_ingest_summary_t *s)
 int nwb_tel_ingest_log_load(const char *path, nwb_tel_ingest_summary_t *out)
 {
     char line[LINE_MAX_BYTES];
+    struct stat st;
     FILE *f;
     int skipping = 0;
     int err = 0;
+    int fd;
 
     memset(out, 0, sizeof(*out));
-    f = fopen(path, "re");
-    if (f == NULL) {
+    /* O_NONBLOCK and a regular file only: a FIFO in its place must not hang the reader. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         return errno == ENOENT ? 0 : -errno;
+    }
+    if (fstat(fd, &st) != 0) {
+        err = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        err = NWB_ENOTREG;
+    }
+    if (err != 0) {
+        close(fd);
+        return err;
+    }
+    f = fdopen(fd, "r");
+    if (f == NULL) {
+        err = -errno;
+        close(fd);
+        return err;
     }
     out->present = 1;
     while (fgets(line, sizeof(line), f) != NULL) {

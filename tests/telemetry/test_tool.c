@@ -4,7 +4,7 @@
  * report to a file and to stdout, with an ingest log whose reasons hold quotes and bytes that
  * are not UTF-8, the report of a damaged stream, the Chrome trace of whole and damaged streams)
  * is parsed by the strict checker (tests/support/json_check.c); exit codes 0, 1 and 2 as
- * documented; a FIFO as input is refused without hanging.
+ * documented; a FIFO as input, or as the ingest log beside it, never hangs the tool.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,15 +117,25 @@ static void expect_in(const char *hay, const char *needle)
     }
 }
 
-/* The first half of the golden stream (a damaged run file) at @p path. */
-static void write_half_stream(const struct fx *f, const char *path)
+/* The golden stream at @p path: whole, or (@p half) its first half, a damaged run file. */
+static void copy_stream(const struct fx *f, const char *path, int half)
 {
     size_t len = 0;
     uint8_t *whole = tel_read_file(f->stream, &len);
 
     assert_non_null(whole);
-    assert_int_equal(tel_write_file(path, whole, len / 2), 0);
+    assert_int_equal(tel_write_file(path, whole, half ? len / 2 : len), 0);
     free(whole);
+}
+
+/* What the tool's last run wrote on stderr (malloc'd). */
+static char *tool_stderr(const struct fx *f)
+{
+    size_t len = 0;
+    char *err = (char *)tel_read_file(f->err, &len);
+
+    assert_non_null(err);
+    return err;
 }
 
 static void test_tool_report_is_strict_json_in_a_file_and_on_stdout(void **state)
@@ -162,15 +172,11 @@ static void test_tool_report_with_a_hostile_ingest_log_is_strict_json(void **sta
         "not a line the ingest writes\n";
     char stream[700], logpath[700];
     char *json;
-    size_t len = 0;
-    uint8_t *whole = tel_read_file(f->stream, &len);
 
-    assert_non_null(whole);
     snprintf(stream, sizeof(stream), "%s/telemetry.nwbs", f->dir);
     snprintf(logpath, sizeof(logpath), "%s/telemetry.ingest.log", f->dir);
-    assert_int_equal(tel_write_file(stream, whole, len), 0);
+    copy_stream(f, stream, 0);
     assert_int_equal(tel_write_file(logpath, log, sizeof(log) - 1), 0);
-    free(whole);
     {
         const char *const args[] = {"report", stream, "-o", f->json, NULL};
 
@@ -189,7 +195,7 @@ static void test_tool_report_of_a_damaged_stream_is_strict_json_and_exit_1(void 
     char *json;
 
     snprintf(cut, sizeof(cut), "%s/cut.nwbs", f->dir);
-    write_half_stream(f, cut);
+    copy_stream(f, cut, 1);
     {
         const char *const args[] = {"report", cut, "-o", f->json, NULL};
 
@@ -216,7 +222,7 @@ static void test_tool_chrome_trace_is_strict_json_whole_or_damaged(void **state)
     expect_in(json, "\"traceEvents\":[");
     free(json);
     snprintf(cut, sizeof(cut), "%s/cut.nwbs", f->dir);
-    write_half_stream(f, cut);
+    copy_stream(f, cut, 1);
     {
         const char *const args[] = {"chrome", cut, "-o", f->json, NULL};
 
@@ -242,17 +248,30 @@ static void test_tool_input_must_be_a_regular_file(void **state)
 
         assert_int_equal(tool(f, args), 2);
     }
-    err = (char *)tel_read_file(f->err, &(size_t){0});
-    assert_non_null(err);
+    err = tool_stderr(f);
     expect_in(err, "fifo.nwbs: not a regular file");
     free(err);
+    {
+        /* A FIFO in place of the ingest log beside the stream: reported without it. */
+        char stream[700], logpath[700];
+        const char *const args[] = {"report", stream, "-o", f->json, NULL};
+
+        snprintf(stream, sizeof(stream), "%s/telemetry.nwbs", f->dir);
+        snprintf(logpath, sizeof(logpath), "%s/telemetry.ingest.log", f->dir);
+        copy_stream(f, stream, 0);
+        assert_int_equal(mkfifo(logpath, 0644), 0);
+        assert_int_equal(tool(f, args), 0);
+        free(strict_json(f->json));
+        err = tool_stderr(f);
+        expect_in(err, "telemetry.ingest.log: cannot read (not a regular file)");
+        free(err);
+    }
     {
         const char *const args[] = {"dump", f->dir, NULL};
 
         assert_int_equal(tool(f, args), 2);
     }
-    err = (char *)tel_read_file(f->err, &(size_t){0});
-    assert_non_null(err);
+    err = tool_stderr(f);
     expect_in(err, "not a regular file");
     free(err);
     snprintf(fifo, sizeof(fifo), "%s/missing.nwbs", f->dir);
@@ -261,8 +280,7 @@ static void test_tool_input_must_be_a_regular_file(void **state)
 
         assert_int_equal(tool(f, args), 2);
     }
-    err = (char *)tel_read_file(f->err, &(size_t){0});
-    assert_non_null(err);
+    err = tool_stderr(f);
     expect_in(err, "missing.nwbs: ");
     assert_null(strstr(err, "not a regular file"));
     free(err);
