@@ -3,13 +3,13 @@
  * nwb_namesym.c - the nwb-namesym tool: hash names, build, dump, merge and
  * check .namesym sidecars, and decode name tokens in text offline.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/namesym.h"
 
 static void usage(FILE *f)
@@ -24,42 +24,10 @@ static void usage(FILE *f)
           f);
 }
 
-/* Read a whole file; returns a nwb_malloc'd buffer or NULL with errno set. */
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    size_t cap = 0, used = 0;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    for (;;) {
-        size_t n;
-
-        if (used == cap) {
-            uint8_t *nb;
-
-            cap = cap == 0 ? 65536 : cap * 2;
-            nb = nwb_realloc(buf, cap);
-            if (nb == NULL) {
-                nwb_free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
-        }
-        n = fread(buf + used, 1, cap - used, f);
-        used += n;
-        if (n == 0) {
-            break;
-        }
-    }
-    fclose(f);
-    *len = used;
-    return buf;
-}
+/* The largest file that can be a valid sidecar (nwb_namesym_table_add_file's bound). */
+#define SIDECAR_FILE_MAX                                                                           \
+    ((uint64_t)NWB_NAMESYM_HEADER_SIZE +                                                           \
+     (uint64_t)NWB_NAMESYM_MAX_ENTRIES * (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING))
 
 static int open_view(const char *path, nwb_namesym_view_t *v, uint8_t **buf)
 {
@@ -67,9 +35,14 @@ static int open_view(const char *path, nwb_namesym_view_t *v, uint8_t **buf)
     const char *why = "";
     int rc;
 
-    *buf = slurp(path, &len);
-    if (*buf == NULL) {
-        fprintf(stderr, "nwb-namesym: %s: %s\n", path, strerror(errno));
+    rc = nwb_file_read(path, SIDECAR_FILE_MAX < SIZE_MAX ? (size_t)SIDECAR_FILE_MAX : SIZE_MAX, buf,
+                       &len);
+    if (rc != 0) {
+        char msg[128];
+
+        fprintf(stderr, "nwb-namesym: %s: %s\n", path,
+                rc == NWB_ETOOBIG ? "larger than any valid sidecar"
+                                  : nwb_strerror_r(rc, msg, sizeof(msg)));
         return -1;
     }
     rc = nwb_namesym_view_open(v, *buf, len, &why, &bad);

@@ -9,15 +9,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "server_int.h"
 
 #define SUFFIX     ".namesym"
@@ -55,61 +54,16 @@ static int is_sidecar_name(const char *name)
     return name[0] != '.' && n > SUFFIX_LEN && strcmp(name + n - SUFFIX_LEN, SUFFIX) == 0;
 }
 
-/* Read the regular file @p name under @p dfd (bounded). 0, or a negative code with @p why. */
-static int read_sidecar(int dfd, const char *name, uint8_t **out, size_t *len, const char **why)
+/* Why a sidecar could not be read, from nwb_file_read_at()'s code (@p buf for errno text). */
+static const char *read_failure(int err, char *buf, size_t len)
 {
-    struct stat st;
-    uint8_t *buf;
-    size_t off = 0;
-    /* O_NONBLOCK: a FIFO named *.namesym must not hang the load. Symlinks are followed: the
-     * folders are the operator's choice, and sidecars often link to a build's output. */
-    const int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-
-    *out = NULL;
-    *len = 0;
-    if (fd < 0) {
-        *why = "cannot open";
-        return -errno;
+    if (err == NWB_ENOTREG) {
+        return "not a regular file";
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        *why = "not a regular file";
-        return NWB_EPROTO;
+    if (err == NWB_ETOOBIG) {
+        return "larger than 256 MiB";
     }
-    if ((uint64_t)st.st_size > NWB__NAMESYM_FILE_BYTES_MAX) {
-        close(fd);
-        *why = "larger than 256 MiB";
-        return NWB_ETOOBIG;
-    }
-    buf = nwb_malloc((size_t)st.st_size + 1);
-    if (buf == NULL) {
-        close(fd);
-        *why = "out of memory";
-        return -ENOMEM;
-    }
-    while (off < (size_t)st.st_size) {
-        const ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            const int err = -errno;
-
-            close(fd);
-            nwb_free(buf);
-            *why = "read failed";
-            return err;
-        }
-        if (n == 0) {
-            break; /* shrank meanwhile: the reader sees the truncation */
-        }
-        off += (size_t)n;
-    }
-    close(fd);
-    *out = buf;
-    *len = off;
-    return 0;
+    return nwb_strerror_r(err, buf, len);
 }
 
 /* Add one sidecar. 0 (added or skipped with a warning) or -ENOMEM. */
@@ -125,12 +79,15 @@ static int load_file(struct load *l, int dfd, const char *dir, const char *name)
     int err;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    err = read_sidecar(dfd, name, &buf, &len, &why);
+    /* nwb_file_read_at opens O_NONBLOCK: a FIFO named *.namesym must not hang the load.
+     * Symlinks are followed: the folders are the operator's choice, and sidecars often link
+     * to a build's output. */
+    err = nwb_file_read_at(dfd, name, NWB__NAMESYM_FILE_BYTES_MAX, &buf, &len);
     if (err != 0) {
         char ebuf[96];
 
-        nwb__console("warning: namesym: skipped %s: %s (%s)", path, why,
-                     nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+        nwb__console("warning: namesym: skipped %s: %s", path,
+                     read_failure(err, ebuf, sizeof(ebuf)));
         return err == -ENOMEM ? err : 0;
     }
     err = nwb_namesym_view_open(&v, buf, len, &why, &bad);

@@ -70,10 +70,15 @@ static void tel_done(struct nwb__conn *c)
 
     c->work.ctx = NULL;
     nwb__names_unref(t->names);
-    if (c->state != NWB__CONN_CLOSED) {
-        nwb__conn_respond(c, t->res.http_status, "application/json", t->res.body,
-                          strlen(t->res.body), 0, NULL);
+    if (c->state != NWB__CONN_CLOSED && t->res.body.len == 0) {
+        nwb__conn_respond_error(c, 500, "out of memory building the telemetry answer");
+    } else if (c->state != NWB__CONN_CLOSED) {
+        /* The answer's memory goes to the connection, which frees it after the write. */
+        nwb__conn_respond(c, t->res.http_status, "application/json", (const char *)t->res.body.data,
+                          t->res.body.len, 1, NULL);
+        nwb_buf_init(&t->res.body, 0);
     }
+    nwb__tel_ingest_res_cleanup(&t->res);
     nwb_free(t);
     srv->tel_busy = 0;
     tel_pump(srv);
@@ -82,6 +87,8 @@ static void tel_done(struct nwb__conn *c)
 /* Start the next waiting upload unless one is being ingested. */
 static void tel_pump(struct nwb_server *srv)
 {
+    int err;
+
     while (!srv->tel_busy && srv->tel_head != NULL) {
         struct nwb__conn *c = srv->tel_head;
 
@@ -91,8 +98,12 @@ static void tel_pump(struct nwb_server *srv)
         }
         c->tel_next = NULL;
         srv->tel_busy = 1;
-        if (nwb__offload(c, tel_run, tel_done) != 0) {
-            /* res still holds the 500 it was created with. */
+        err = nwb__offload(c, tel_run, tel_done);
+        if (err != 0) {
+            struct tel_ctx *t = c->work.ctx;
+
+            nwb__tel_ingest_res_error(&t->res, 500, err, "cannot start the telemetry ingest",
+                                      "the server's thread pool refused the work");
             srv->tel_busy = 0;
             c->job_out = 1;
             nwb__conn_work_finished(c, tel_done);
@@ -127,8 +138,7 @@ static void tel_queue(struct nwb__conn *c)
     t->req.seq = c->job.seq;
     t->req.run_dir = t->run_dir;
     t->req.names = t->names->table;
-    t->res.http_status = 500;
-    snprintf(t->res.body, sizeof(t->res.body), "{\"error\":\"cannot start the telemetry ingest\"}");
+    nwb__tel_ingest_res_init(&t->res);
     c->work.ctx = t;
     /* Held (like a job) while it waits its turn. */
     c->state = NWB__CONN_IN_WORKER;

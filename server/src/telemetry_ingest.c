@@ -12,7 +12,6 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -20,6 +19,8 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
+#include "nwb/json.h"
 #include "nwb/telemetry_report.h"
 #include "telemetry_int.h"
 
@@ -85,19 +86,74 @@ size_t nwb__tel_ingest_metrics_format(const struct nwb__tel_ingest_metrics *m, c
         }                                                                                          \
     } while (0)
 
-static void answer(struct nwb__tel_ingest_res *res, int http, int status, const char *what,
-                   const char *reason)
+/* An answer: a few numbers, two short texts and an echoed Content-Encoding. */
+#define ANSWER_MAX 4096u
+
+void nwb__tel_ingest_res_init(struct nwb__tel_ingest_res *res)
 {
+    memset(res, 0, sizeof(*res));
+    res->http_status = 500;
+    nwb_buf_init(&res->body, ANSWER_MAX);
+}
+
+void nwb__tel_ingest_res_cleanup(struct nwb__tel_ingest_res *res)
+{
+    if (res != NULL) {
+        nwb_buf_cleanup(&res->body);
+    }
+}
+
+/* Close the answer's document; one that cannot be built is left empty (see telemetry_int.h). */
+static void answer_finish(struct nwb__tel_ingest_res *res, nwb_json_t *j)
+{
+    nwb_json_obj_end(j);
+    if (nwb_json_finish(j) != 0) {
+        nwb_buf_reset(&res->body);
+    }
+}
+
+void nwb__tel_ingest_res_error(struct nwb__tel_ingest_res *res, int http, int status,
+                               const char *what, const char *reason)
+{
+    nwb_json_t j;
+
     res->http_status = http;
     res->status = status;
-    if (http == 200) {
-        return;
+    nwb_buf_reset(&res->body);
+    nwb_json_init(&j, &res->body, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "error");
+    nwb_json_cstr(&j, what);
+    nwb_json_key(&j, "status");
+    nwb_json_cstr(&j, status == 0 ? "ok" : nwb_err_name(status));
+    nwb_json_key(&j, "code");
+    nwb_json_i64(&j, status);
+    nwb_json_key(&j, "offset");
+    nwb_json_u64(&j, res->offset);
+    nwb_json_key(&j, "reason");
+    nwb_json_cstr(&j, reason != NULL ? reason : "");
+    answer_finish(res, &j);
+}
+
+/* 200: {"seq":N,"duplicate":true} or {"seq":N,"duplicate":false,"bytes":B}. */
+static void answer_stored(struct nwb__tel_ingest_res *res, size_t bytes)
+{
+    nwb_json_t j;
+
+    res->http_status = 200;
+    res->status = 0;
+    nwb_buf_reset(&res->body);
+    nwb_json_init(&j, &res->body, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "seq");
+    nwb_json_u64(&j, res->seq);
+    nwb_json_key(&j, "duplicate");
+    nwb_json_bool(&j, res->duplicate);
+    if (!res->duplicate) {
+        nwb_json_key(&j, "bytes");
+        nwb_json_u64(&j, bytes);
     }
-    /* reason is a static decoder/ingest string: plain ASCII without quotes or backslashes. */
-    snprintf(res->body, sizeof(res->body),
-             "{\"error\":\"%s\",\"status\":\"%s\",\"code\":%d,\"offset\":%llu,\"reason\":\"%s\"}",
-             what, status == 0 ? "ok" : nwb_err_name(status), status,
-             (unsigned long long)res->offset, reason != NULL ? reason : "");
+    answer_finish(res, &j);
 }
 
 /* nwb__tel_unzstd() (telemetry_int.h; tests/fuzz/fuzz_tel_unzstd.c fuzzes it). */
@@ -259,30 +315,6 @@ static int read_stream(int fd, size_t max, size_t extra, nwb_buf_t *b)
     return 0;
 }
 
-/* Write the pieces back to back at @p at (pwrite: POSIX, unlike pwritev). */
-static int write_all_at(int fd, const struct iovec *iov, int n, off_t at)
-{
-    for (int i = 0; i < n; i++) {
-        const uint8_t *p = iov[i].iov_base;
-        size_t left = iov[i].iov_len;
-
-        while (left > 0) {
-            const ssize_t w = pwrite(fd, p, left, at);
-
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w < 0) {
-                return -errno;
-            }
-            p += w;
-            left -= (size_t)w;
-            at += w;
-        }
-    }
-    return 0;
-}
-
 /* Build the report of @p stream and replace run_dir/telemetry.json atomically. */
 static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
                         const nwb_namesym_table_t *names)
@@ -292,7 +324,6 @@ static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
     char path[PATH_CAP];
     char tmp[PATH_CAP];
     nwb_buf_t json;
-    size_t off = 0;
     int fd;
     int err;
 
@@ -322,18 +353,7 @@ static int write_report(const char *run_dir, const uint8_t *stream, size_t len,
         nwb_buf_cleanup(&json);
         return err;
     }
-    while (off < json.len && err == 0) {
-        const ssize_t w = write(fd, json.data + off, json.len - off);
-
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w < 0) {
-            err = -errno;
-        } else {
-            off += (size_t)w;
-        }
-    }
+    err = nwb_write_all(fd, json.data, json.len);
     if (err == 0 && fsync(fd) != 0) {
         err = -errno;
     }
@@ -397,16 +417,13 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
     const char *why = NULL;
     nwb_buf_t cur;
     char path[PATH_CAP];
-    uint8_t seqle[8];
-    struct iovec iov[3];
     uint64_t up_events;
     off_t old_size;
     int fd = -1;
     int err;
 
-    memset(res, 0, sizeof(*res));
+    nwb__tel_ingest_res_init(res);
     res->seq = req->has_seq ? req->seq : 0;
-    snprintf(res->body, sizeof(res->body), "{}");
     if (lim == NULL) {
         lim = &defaults;
     }
@@ -420,7 +437,8 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
         raw = req->body;
         raw_len = req->body_len;
         if (raw_len > lim->decompressed_max) {
-            answer(res, 413, NWB_ETOOBIG, "telemetry upload too large", "upload exceeds the cap");
+            nwb__tel_ingest_res_error(res, 413, NWB_ETOOBIG, "telemetry upload too large",
+                                      "upload exceeds the cap");
             COUNT(m, too_large, 1);
             record_refusal(req, lim, res, "upload exceeds the cap");
             goto out;
@@ -431,8 +449,9 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
         if (err != 0) {
             const int http = err == NWB_ETOOBIG ? 413 : (err == -ENOMEM ? 500 : 400);
 
-            answer(res, http, err,
-                   http == 413 ? "telemetry upload too large" : "bad zstd telemetry upload", why);
+            nwb__tel_ingest_res_error(
+                res, http, err,
+                http == 413 ? "telemetry upload too large" : "bad zstd telemetry upload", why);
             if (http == 413) {
                 COUNT(m, too_large, 1);
             } else if (http == 500) {
@@ -447,7 +466,12 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
         }
         raw = owned;
     } else {
-        answer(res, 415, NWB_EPROTO, "unsupported Content-Encoding", "use zstd or identity");
+        char reason[128];
+
+        /* The client's own text, quoted back (the JSON writer escapes it). */
+        snprintf(reason, sizeof(reason), "Content-Encoding \"%.64s\": use zstd or identity",
+                 req->content_encoding);
+        nwb__tel_ingest_res_error(res, 415, NWB_EPROTO, "unsupported Content-Encoding", reason);
         COUNT(m, unsupported, 1);
         goto out;
     }
@@ -460,7 +484,7 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
         if (!req->has_seq) {
             res->seq = probe.seq;
         }
-        answer(res, 400, dr.status, "malformed telemetry stream", dr.reason);
+        nwb__tel_ingest_res_error(res, 400, dr.status, "malformed telemetry stream", dr.reason);
         COUNT(m, rejected, 1);
         record_refusal(req, lim, res, dr.reason);
         goto out;
@@ -478,14 +502,15 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
         err = read_stream(fd, lim->run_stream_max, raw_len, &cur);
     }
     if (err == NWB_ETOOBIG || (err == 0 && cur.len + raw_len > lim->run_stream_max)) {
-        answer(res, 413, NWB_ETOOBIG, "run telemetry stream full",
-               "the run's stream is at its cap");
+        nwb__tel_ingest_res_error(res, 413, NWB_ETOOBIG, "run telemetry stream full",
+                                  "the run's stream is at its cap");
         COUNT(m, too_large, 1);
         record_refusal(req, lim, res, "the run's stream is at its cap");
         goto out;
     }
     if (err != 0) {
-        answer(res, 500, err, "telemetry storage failed", "cannot read the run's stream");
+        nwb__tel_ingest_res_error(res, 500, err, "telemetry storage failed",
+                                  "cannot read the run's stream");
         COUNT(m, failures, 1);
         goto out;
     }
@@ -502,40 +527,33 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
     }
     if (probe.found) {
         res->duplicate = 1;
-        res->http_status = 200;
+        answer_stored(res, 0);
         COUNT(m, duplicates, 1);
         if (path_join(path, req->run_dir, NWB_TEL_INGEST_LOG_NAME) == 0) {
             (void)nwb_tel_ingest_log_append(path, "duplicate", res->seq, 0, 0, req->body_len, NULL);
         }
         (void)write_report(req->run_dir, cur.data != NULL ? cur.data : (const uint8_t *)"", cur.len,
                            req->names);
-        snprintf(res->body, sizeof(res->body), "{\"seq\":%llu,\"duplicate\":true}",
-                 (unsigned long long)res->seq);
         goto out;
     }
 
-    /* The stored header carries the seq that was acknowledged (X-NWB-Seq when given). */
-    nwb_le64_store(seqle, res->seq);
-    iov[0].iov_base = (void *)(uintptr_t)raw;
-    iov[0].iov_len = 24;
-    iov[1].iov_base = seqle;
-    iov[1].iov_len = 8;
-    iov[2].iov_base = (void *)(uintptr_t)(raw + 32);
-    iov[2].iov_len = raw_len - 32;
+    /* The stored header carries the seq that was acknowledged (X-NWB-Seq when given): the
+     * segment is patched in the spare room read_stream() left after the stream, then written. */
+    memcpy(cur.data + cur.len, raw, raw_len);
+    nwb_le64_store(cur.data + cur.len + 24, res->seq);
     old_size = (off_t)cur.len;
-    err = write_all_at(fd, iov, 3, old_size);
+    err = nwb_pwrite_all(fd, cur.data + cur.len, raw_len, old_size);
     if (err == 0 && fdatasync(fd) != 0) {
         err = -errno;
     }
     if (err != 0) {
         /* Keep the earlier data intact: cut back whatever part of this upload landed. */
         (void)ftruncate(fd, old_size);
-        answer(res, 500, err, "telemetry storage failed", "append to the run's stream failed");
+        nwb__tel_ingest_res_error(res, 500, err, "telemetry storage failed",
+                                  "append to the run's stream failed");
         COUNT(m, failures, 1);
         goto out;
     }
-    memcpy(cur.data + cur.len, raw, raw_len);
-    memcpy(cur.data + cur.len + 24, seqle, 8);
     cur.len += raw_len;
     COUNT(m, bytes_stored, raw_len);
     COUNT(m, events, up_events);
@@ -547,14 +565,13 @@ void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
      * (stored once), and the duplicate path rebuilds the report. */
     err = write_report(req->run_dir, cur.data, cur.len, req->names);
     if (err != 0) {
-        answer(res, 500, err, "telemetry report failed", "cannot write telemetry.json");
+        nwb__tel_ingest_res_error(res, 500, err, "telemetry report failed",
+                                  "cannot write telemetry.json");
         COUNT(m, failures, 1);
         goto out;
     }
-    res->http_status = 200;
+    answer_stored(res, raw_len);
     COUNT(m, accepted, 1);
-    snprintf(res->body, sizeof(res->body), "{\"seq\":%llu,\"duplicate\":false,\"bytes\":%zu}",
-             (unsigned long long)res->seq, raw_len);
 out:
     if (fd >= 0) {
         close(fd);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nwb/buf.h"
 #include "nwb/namesym.h"
 
 #define NWB_TEL_STREAM_FILE "telemetry.nwbs"
@@ -73,8 +74,24 @@ struct nwb__tel_ingest_res {
     uint64_t offset; /* 400 on a malformed stream: the first bad byte of the decompressed body */
     int duplicate;   /* 200 for a seq already stored */
     uint64_t seq;    /* the seq used (X-NWB-Seq, else the segment header's) */
-    char body[512];  /* JSON response body (application/json), NUL-terminated */
+    /* The JSON answer (application/json), written with nwb/json.h; owned. Empty only when
+     * building it failed (out of memory): answer with a plain error then. */
+    nwb_buf_t body;
 };
+
+/** An answer not built yet: 500, empty body. Call before nwb__tel_ingest_res_error(). */
+void nwb__tel_ingest_res_init(struct nwb__tel_ingest_res *res);
+
+/**
+ * Make @p res the error answer @p http: {"error":@p what,"status":name of @p status,
+ * "code":@p status,"offset":res->offset,"reason":@p reason}. Both texts are escaped (the
+ * reason may quote what the client sent); @p reason NULL = "".
+ */
+void nwb__tel_ingest_res_error(struct nwb__tel_ingest_res *res, int http, int status,
+                               const char *what, const char *reason);
+
+/** Release the answer's body. NULL-safe and idempotent; @p res can then be reused. */
+void nwb__tel_ingest_res_cleanup(struct nwb__tel_ingest_res *res);
 
 /**
  * Decompress one zstd frame from @p in into a nwb_malloc'd buffer (*@p out, owned by the caller)
@@ -90,7 +107,8 @@ int nwb__tel_unzstd(const uint8_t *in, size_t in_len, size_t max, unsigned wlog,
 /**
  * Ingest one upload into @p req->run_dir. Never crashes on any input; a malformed upload
  * leaves telemetry.nwbs untouched and is recorded in telemetry.ingest.log and the report.
- * @p lim NULL = defaults; @p m may be NULL.
+ * @p lim NULL = defaults; @p m may be NULL. @p res is initialised here (whatever it held is
+ * not freed): release it with nwb__tel_ingest_res_cleanup().
  */
 void nwb__tel_ingest(const struct nwb__tel_ingest_req *req,
                      const struct nwb__tel_ingest_limits *lim, struct nwb__tel_ingest_metrics *m,

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_line.h"
 #include "nwb/telemetry_report.h"
 
@@ -23,9 +25,9 @@ int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t se
     char line[LINE_MAX_BYTES];
     char clean[NWB_TEL_REASON_MAX];
     size_t n = 0;
-    size_t off = 0;
     int len;
     int fd;
+    int err;
 
     if (reason == NULL) {
         reason = "";
@@ -47,24 +49,11 @@ int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t se
     if (fd < 0) {
         return -errno;
     }
-    while (off < (size_t)len) {
-        const ssize_t w = write(fd, line + off, (size_t)len - off);
-
-        if (w < 0) {
-            const int e = errno;
-
-            if (e == EINTR) {
-                continue;
-            }
-            close(fd);
-            return -e;
-        }
-        off += (size_t)w;
+    err = nwb_write_all(fd, line, (size_t)len);
+    if (close(fd) != 0 && err == 0) {
+        err = -errno;
     }
-    if (close(fd) != 0) {
-        return -errno;
-    }
-    return 0;
+    return err;
 }
 
 /* The value after "key=" in @p line, or NULL. */
@@ -149,14 +138,32 @@ static int parse_line(const char *line, nwb_tel_ingest_summary_t *s)
 int nwb_tel_ingest_log_load(const char *path, nwb_tel_ingest_summary_t *out)
 {
     char line[LINE_MAX_BYTES];
+    struct stat st;
     FILE *f;
     int skipping = 0;
     int err = 0;
+    int fd;
 
     memset(out, 0, sizeof(*out));
-    f = fopen(path, "re");
-    if (f == NULL) {
+    /* O_NONBLOCK and a regular file only: a FIFO in its place must not hang the reader. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         return errno == ENOENT ? 0 : -errno;
+    }
+    if (fstat(fd, &st) != 0) {
+        err = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        err = NWB_ENOTREG;
+    }
+    if (err != 0) {
+        close(fd);
+        return err;
+    }
+    f = fdopen(fd, "r");
+    if (f == NULL) {
+        err = -errno;
+        close(fd);
+        return err;
     }
     out->present = 1;
     while (fgets(line, sizeof(line), f) != NULL) {

@@ -8,13 +8,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zstd.h>
 
 #include "nwb/alloc.h"
+#include "nwb/deadline.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/telemetry.h"
 
 struct item {
@@ -30,7 +31,7 @@ struct nwb_tel_uploader {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake; /* worker: work or stop */
-    pthread_cond_t idle; /* flush(): the queue drained */
+    pthread_cond_t idle; /* flush(): the queue drained (CLOCK_MONOTONIC: a timed wait) */
     struct item *head, *tail;
     unsigned queued;
     size_t queued_bytes;
@@ -196,7 +197,7 @@ int nwb_tel_uploader_create(const nwb_tel_uploader_config_t *cfg, nwb_tel_upload
     if (err != 0) {
         goto fail_lock;
     }
-    err = pthread_cond_init(&u->idle, NULL);
+    err = nwb_cond_init_monotonic(&u->idle);
     if (err != 0) {
         goto fail_wake;
     }
@@ -225,19 +226,12 @@ const nwb_tel_sink_t *nwb_tel_uploader_sink(nwb_tel_uploader_t *u)
 
 int nwb_tel_uploader_flush(nwb_tel_uploader_t *u, unsigned timeout_ms)
 {
-    struct timespec deadline;
+    const nwb_deadline_t deadline = nwb_deadline_in_ms(timeout_ms);
     int err = 0;
 
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000u;
-    deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&u->lock);
     while (u->queued > 0 && err == 0) {
-        if (pthread_cond_timedwait(&u->idle, &u->lock, &deadline) == ETIMEDOUT) {
+        if (nwb_cond_wait_until(&u->idle, &u->lock, &deadline) == ETIMEDOUT) {
             err = u->queued > 0 ? NWB_ETIMEOUT : 0;
         }
     }
@@ -272,8 +266,8 @@ int nwb_tel_deliver_file(void *ctx, const uint8_t *body, size_t len, const char 
                          uint64_t seq)
 {
     const char *path = ctx;
-    size_t off = 0;
     int fd;
+    int err;
 
     (void)seq;
     if (content_encoding != NULL) {
@@ -283,22 +277,9 @@ int nwb_tel_deliver_file(void *ctx, const uint8_t *body, size_t len, const char 
     if (fd < 0) {
         return -errno;
     }
-    while (off < len) {
-        const ssize_t w = write(fd, body + off, len - off);
-
-        if (w < 0) {
-            const int e = errno;
-
-            if (e == EINTR) {
-                continue;
-            }
-            close(fd);
-            return -e;
-        }
-        off += (size_t)w;
+    err = nwb_write_all(fd, body, len);
+    if (close(fd) != 0 && err == 0) {
+        err = -errno;
     }
-    if (close(fd) != 0) {
-        return -errno;
-    }
-    return 0;
+    return err;
 }

@@ -22,6 +22,7 @@
 #include "nwb/alloc.h"
 #include "nwb/client.h"
 #include "nwb/crash.h"
+#include "nwb/deadline.h"
 #include "nwb/error.h"
 #include "nwb/log.h"
 #include "nwb/log_line.h"
@@ -670,7 +671,6 @@ static void *worker_main(void *arg)
 static int worker_start(struct demo *d)
 {
     struct demo_worker *w = &d->worker;
-    pthread_condattr_t ca;
     int err;
 
     w->divisor = d->opt.fast ? DEMO_FAST_DIVISOR : 1u;
@@ -680,14 +680,7 @@ static int worker_start(struct demo *d)
     if (err != 0) {
         return -err;
     }
-    err = pthread_condattr_init(&ca);
-    if (err == 0) {
-        err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        if (err == 0) {
-            err = pthread_cond_init(&w->cv, &ca);
-        }
-        pthread_condattr_destroy(&ca);
-    }
+    err = nwb_cond_init_monotonic(&w->cv);
     if (err != 0) {
         pthread_mutex_destroy(&w->mu);
         return -err;
@@ -730,15 +723,14 @@ static void worker_go(struct demo_worker *w, uint64_t frame, int crash_stack)
 static void worker_join(struct demo *d, uint64_t frame, unsigned wait_ms)
 {
     struct demo_worker *w = &d->worker;
-    const uint64_t deadline = nwb_time_mono_ns() + (uint64_t)wait_ms * 1000000u;
-    const struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+    const nwb_deadline_t deadline = nwb_deadline_in_ms(wait_ms);
     struct demo_span spans[DEMO_WORKER_SPANS];
     uint32_t n = 0;
     int late = 0;
 
     pthread_mutex_lock(&w->mu);
     while (w->done != frame + 1u) {
-        if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
+        if (nwb_cond_wait_until(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
             late = w->done != frame + 1u;
             break;
         }

@@ -5,16 +5,14 @@
  * deterministic synthetic stream) over .nwbs telemetry streams.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "nwb/alloc.h"
 #include "nwb/common.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/namesym.h"
 #include "nwb/telemetry_report.h"
 
@@ -143,55 +141,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-/* Read a whole file (at most TOOL_INPUT_MAX bytes) into a nwb_malloc'd buffer. */
-static int read_all(const char *path, uint8_t **out, size_t *len)
-{
-    struct stat st;
-    uint8_t *buf;
-    size_t off = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    *out = NULL;
-    *len = 0;
-    if (fd < 0) {
-        return -errno;
-    }
-    if (fstat(fd, &st) != 0) {
-        const int e = errno;
-
-        close(fd);
-        return -e;
-    }
-    if (st.st_size < 0 || (uint64_t)st.st_size > TOOL_INPUT_MAX) {
-        close(fd);
-        return NWB_ETOOBIG;
-    }
-    buf = nwb_malloc((size_t)st.st_size + 1);
-    if (buf == NULL) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while (off < (size_t)st.st_size) {
-        const ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
-
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            const int e = r < 0 ? errno : EIO;
-
-            nwb_free(buf);
-            close(fd);
-            return -e;
-        }
-        off += (size_t)r;
-    }
-    close(fd);
-    *out = buf;
-    *len = off;
-    return 0;
-}
-
 static int load_names(const struct opts *o, nwb_namesym_table_t **out)
 {
     char err[256];
@@ -263,8 +212,10 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
     }
     err = nwb_tel_ingest_log_load(logpath, &ingest);
     if (err != 0) {
-        fprintf(stderr, "nwb-telemetry: %s: cannot read (%d); reporting without it\n", logpath,
-                err);
+        char msg[128];
+
+        fprintf(stderr, "nwb-telemetry: %s: cannot read (%s); reporting without it\n", logpath,
+                nwb_strerror_r(err, msg, sizeof(msg)));
         memset(&ingest, 0, sizeof(ingest));
     }
     ro.names = names;
@@ -399,11 +350,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "nwb-telemetry: %s needs FILE.nwbs\n", o.cmd);
         return 2;
     }
-    err = read_all(o.input, &data, &len);
+    err = nwb_file_read(o.input, TOOL_INPUT_MAX, &data, &len);
     if (err != 0) {
         char msg[128];
 
-        fprintf(stderr, "nwb-telemetry: %s: %s\n", o.input, nwb_strerror_r(err, msg, sizeof(msg)));
+        fprintf(stderr, "nwb-telemetry: %s: %s\n", o.input,
+                err == NWB_ETOOBIG ? "larger than the 1 GiB the tool reads"
+                                   : nwb_strerror_r(err, msg, sizeof(msg)));
         return 2;
     }
     if (load_names(&o, &names) != 0) {

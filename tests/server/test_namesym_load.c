@@ -3,11 +3,10 @@
  * test_namesym_load.c - loading .namesym sidecars at startup, through the
  * real nwb-logserver: every *.namesym of each --namesym-dir in order (other
  * files, hidden and invalid sidecars skipped, with a warning for the
- * invalid), the count per file and in total on stderr while the listening
- * line stays the first stdout line, the executable's own folder as the
- * default that --namesym-dir replaces, a collision reported with both
- * strings and files (the first wins), and an unreadable --namesym-dir
- * failing the start.
+ * invalid and for FIFOs and folders named *.namesym), the count per file and in total on stderr
+ * while the listening line stays the first stdout line, the executable's own folder as the default
+ * that --namesym-dir replaces, a collision reported with both strings and files (the first wins),
+ * and an unreadable --namesym-dir failing the start.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +106,11 @@ static void test_namesym_load_given_folders_in_order_with_counts(void **state)
     memset(junk, 'x', sizeof(junk));
     snprintf(p, sizeof(p), "%s/broken.namesym", d1);
     write_file(p, junk, sizeof(junk));
+    /* Not regular files: skipped with a warning, and the FIFO never hangs the load. */
+    snprintf(p, sizeof(p), "%s/fifo.namesym", d1);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    snprintf(p, sizeof(p), "%s/dir.namesym", d1);
+    assert_int_equal(mkdir(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/c.namesym", d2);
     assert_int_equal(nsu_sidecar(p, c), 0);
     {
@@ -122,6 +126,10 @@ static void test_namesym_load_given_folders_in_order_with_counts(void **state)
     expect_in(err->text, p);
     snprintf(p, sizeof(p),
              "warning: namesym: skipped %s/broken.namesym: invalid sidecar: bad magic", d1);
+    expect_in(err->text, p);
+    snprintf(p, sizeof(p), "warning: namesym: skipped %s/fifo.namesym: not a regular file", d1);
+    expect_in(err->text, p);
+    snprintf(p, sizeof(p), "warning: namesym: skipped %s/dir.namesym: not a regular file", d1);
     expect_in(err->text, p);
     expect_in(err->text, "namesym: 4 names from 3 sidecars");
     assert_null(strstr(err->text, "hidden"));

@@ -7,7 +7,9 @@
  * malformed upload is 400 with the decoder's status and offset and leaves
  * the stream and the earlier report intact; a resent seq is stored and
  * counted once; bad encodings, seqs and sizes get their status; parallel
- * uploads to one run are all stored, whole; /metrics counts.
+ * uploads to one run are all stored, whole; /metrics counts. Every answer of the ingest
+ * (stored, duplicate, malformed, too large, unsupported encoding) and every telemetry.json
+ * is parsed as strict JSON.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +113,21 @@ static int post_tel(int port, const char *run, long long seq, const char *enc, c
     return nwb_test_http(port, "POST", "/v1/telemetry", headers, body, len, resp, cap);
 }
 
+/* post_tel() for an answer of the ingest: its body must be one strict JSON object. */
+static int post_json(int port, const char *run, long long seq, const char *enc, const void *body,
+                     size_t len, char *resp, size_t cap)
+{
+    const int status = post_tel(port, run, seq, enc, body, len, resp, cap);
+    const size_t n = strlen(resp);
+    size_t bad = 0;
+
+    assert_true(n + 1 < cap); /* not truncated */
+    if (nwb_test_json_check(resp, n, &bad) != 0 || resp[0] != '{') {
+        fail_msg("answer %d is not a strict JSON object (byte %zu): %s", status, bad, resp);
+    }
+    return status;
+}
+
 /* zstd-compress @p b into a malloc'd buffer. */
 static uint8_t *compress(const nwb_buf_t *b, size_t *zlen)
 {
@@ -178,9 +195,9 @@ static void test_telemetry_http_streams_are_stored_reported_and_deduplicated(voi
     za = compress(&a, &zla);
     zb = compress(&b, &zlb);
 
-    assert_int_equal(post_tel(f->srv.port, "t1", 1, "zstd", za, zla, resp, sizeof(resp)), 200);
+    assert_int_equal(post_json(f->srv.port, "t1", 1, "zstd", za, zla, resp, sizeof(resp)), 200);
     expect_in(resp, "\"seq\":1,\"duplicate\":false");
-    assert_int_equal(post_tel(f->srv.port, "t1", 2, "zstd", zb, zlb, resp, sizeof(resp)), 200);
+    assert_int_equal(post_json(f->srv.port, "t1", 2, "zstd", zb, zlb, resp, sizeof(resp)), 200);
     expect_in(resp, "\"seq\":2,\"duplicate\":false");
     /* The log of the same run goes in the same directory. */
     assert_int_equal(tu_post(f->srv.port, "text/plain", "tgame", "t1", 1, "hello\n", 6, NULL, 0),
@@ -206,7 +223,7 @@ static void test_telemetry_http_streams_are_stored_reported_and_deduplicated(voi
     free(json);
 
     /* Malformed: a truncated raw segment. 400 with the status and offset; nothing changes. */
-    assert_int_equal(post_tel(f->srv.port, "t1", 3, NULL, a.data, a.len - 5, resp, sizeof(resp)),
+    assert_int_equal(post_json(f->srv.port, "t1", 3, NULL, a.data, a.len - 5, resp, sizeof(resp)),
                      400);
     expect_in(resp, "\"error\":\"malformed telemetry stream\"");
     expect_in(resp, "\"status\":\"NWB_ETRUNCATED\"");
@@ -228,8 +245,8 @@ static void test_telemetry_http_streams_are_stored_reported_and_deduplicated(voi
     free(json);
 
     /* A resend of seq 1: acknowledged as a duplicate, stored and counted once. */
-    assert_int_equal(post_tel(f->srv.port, "t1", 1, "zstd", za, zla, resp, sizeof(resp)), 200);
-    expect_in(resp, "\"seq\":1,\"duplicate\":true");
+    assert_int_equal(post_json(f->srv.port, "t1", 1, "zstd", za, zla, resp, sizeof(resp)), 200);
+    assert_string_equal(resp, "{\"seq\":1,\"duplicate\":true}");
     stream2 = read_in(dir, "telemetry.nwbs", &len_after);
     assert_int_equal(len_after, len_before);
     assert_memory_equal(stream2, stream, len_before);
@@ -263,25 +280,31 @@ static void test_telemetry_http_bad_requests_get_their_status(void **state)
     static const uint8_t not_zstd[64] = {1, 2, 3};
 
     synth(3, &a, NULL);
-    /* Unknown encoding: 415 from the ingest; a value too long for any encoding: 415 early. */
-    assert_int_equal(post_tel(f->srv.port, "bad", 1, "gzip", a.data, a.len, resp, sizeof(resp)),
+    /* Unknown encoding: 415 from the ingest, in JSON; the value is quoted back escaped. A value
+     * too long for any encoding: 415 early (text/plain, like every error decided from the
+     * head). */
+    assert_int_equal(post_json(f->srv.port, "bad", 1, "gzip", a.data, a.len, resp, sizeof(resp)),
                      415);
-    expect_in(resp, "unsupported Content-Encoding");
+    expect_in(resp, "{\"error\":\"unsupported Content-Encoding\",\"status\":\"NWB_EPROTO\"");
+    assert_int_equal(post_json(f->srv.port, "bad", 1, "x\"}\\y", a.data, a.len, resp, sizeof(resp)),
+                     415);
+    expect_in(resp, "\"reason\":\"Content-Encoding \\\"x\\\"}\\\\y\\\": use zstd or identity\"");
     assert_int_equal(post_tel(f->srv.port, "bad", 1, "zstd-but-much-longer-than-any-encoding-name",
                               a.data, a.len, resp, sizeof(resp)),
                      415);
     /* Corrupt zstd: 400. A bad X-NWB-Seq: 400 before the body is looked at. */
     assert_int_equal(
-        post_tel(f->srv.port, "bad", 1, "zstd", not_zstd, sizeof(not_zstd), resp, sizeof(resp)),
+        post_json(f->srv.port, "bad", 1, "zstd", not_zstd, sizeof(not_zstd), resp, sizeof(resp)),
         400);
-    expect_in(resp, "\"status\":\"NWB_ECOMPRESS\"");
+    expect_in(resp, "\"error\":\"bad zstd telemetry upload\",\"status\":\"NWB_ECOMPRESS\"");
     assert_int_equal(nwb_test_http(f->srv.port, "POST", "/v1/telemetry", "X-NWB-Seq: -1\r\n",
                                    a.data, a.len, resp, sizeof(resp)),
                      400);
     /* GET is 405; an empty body is a malformed stream. */
     assert_int_equal(
         nwb_test_http(f->srv.port, "GET", "/v1/telemetry", NULL, NULL, 0, resp, sizeof(resp)), 405);
-    assert_int_equal(post_tel(f->srv.port, "bad", 2, NULL, "", 0, resp, sizeof(resp)), 400);
+    assert_int_equal(post_json(f->srv.port, "bad", 2, NULL, "", 0, resp, sizeof(resp)), 400);
+    expect_in(resp, "\"error\":\"malformed telemetry stream\"");
     /* The body limit, 64 MiB, decided from the head: one byte over is 413. */
     fd = nwb_test_connect(f->srv.port);
     assert_true(fd >= 0);
@@ -294,14 +317,49 @@ static void test_telemetry_http_bad_requests_get_their_status(void **state)
     expect_in(resp, "telemetry upload exceeds 67108864 bytes");
     close(fd);
     /* The server is fine afterwards. */
-    assert_int_equal(post_tel(f->srv.port, "bad", 5, NULL, a.data, a.len, resp, sizeof(resp)), 200);
+    assert_int_equal(post_json(f->srv.port, "bad", 5, NULL, a.data, a.len, resp, sizeof(resp)),
+                     200);
     assert_int_equal(
         tu_metric(f->srv.port, "nwb_telemetry_uploads_rejected_total{reason=\"malformed\"}"), 2);
     assert_int_equal(
         tu_metric(f->srv.port,
                   "nwb_telemetry_uploads_rejected_total{reason=\"unsupported_encoding\"}"),
-        1);
+        2);
     nwb_buf_cleanup(&a);
+}
+
+/* A zstd bomb: a few KiB that decompress past the 64 MiB cap are refused by the ingest with a
+ * JSON 413, and the refusal lands in the report. */
+static void test_telemetry_http_zstd_bomb_gets_a_json_413(void **state)
+{
+    struct fx *f = *state;
+    const size_t big = (64u << 20) + 4096u;
+    uint8_t *zeros = calloc(1, big);
+    const size_t zcap = ZSTD_compressBound(big);
+    uint8_t *z = malloc(zcap);
+    char resp[1024], dir[1024];
+    size_t zn;
+    char *json;
+
+    assert_non_null(zeros);
+    assert_non_null(z);
+    zn = ZSTD_compress(z, zcap, zeros, big, 1);
+    assert_false(ZSTD_isError(zn));
+    assert_true(zn < 64u * 1024u);
+    /* The run's directory exists once its log has a line. */
+    assert_int_equal(tu_post(f->srv.port, "text/plain", "tgame", "bomb", 1, "hi\n", 3, NULL, 0),
+                     200);
+    assert_int_equal(post_json(f->srv.port, "bomb", 1, "zstd", z, zn, resp, sizeof(resp)), 413);
+    expect_in(resp, "{\"error\":\"telemetry upload too large\",\"status\":\"NWB_ETOOBIG\"");
+    expect_in(resp, "\"reason\":\"decompressed upload exceeds the cap\"}");
+    run_dir(f, "bomb", dir, sizeof(dir));
+    json = report(dir);
+    expect_in(json, "\"accepted\":0,\"duplicates\":0,\"rejected\":1");
+    free(json);
+    assert_int_equal(
+        tu_metric(f->srv.port, "nwb_telemetry_uploads_rejected_total{reason=\"too_large\"}"), 1);
+    free(zeros);
+    free(z);
 }
 
 #define PAR_THREADS 6
@@ -376,6 +434,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_telemetry_http_streams_are_stored_reported_and_deduplicated),
         T(test_telemetry_http_bad_requests_get_their_status),
+        T(test_telemetry_http_zstd_bomb_gets_a_json_413),
         T(test_telemetry_http_parallel_uploads_to_one_run_are_all_stored),
     };
 #undef T

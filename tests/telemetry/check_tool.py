@@ -1,11 +1,29 @@
 #!/usr/bin/env python3
 # tests/telemetry/check_tool.py - drives the real nwb-telemetry binary and checks what it
-# writes with Python's own json module (an independent, real JSON parser): report, chrome,
-# dump, synth and their exit codes; then loads every report the mutation test left behind.
+# writes with Python's own json module (an independent, real JSON parser, made strict: NaN,
+# Infinity and repeated keys are errors): report, chrome, dump, synth and their exit codes;
+# then loads every report the mutation test left behind.
 import json
 import os
 import subprocess
 import sys
+
+
+def reject_constant(name):
+    raise ValueError("not JSON: " + name)
+
+
+def unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("repeated key in " + repr(keys))
+    return dict(pairs)
+
+
+def strict_loads(text):
+    """json.loads without Python's extensions (NaN, Infinity) and without silently dropping
+    a repeated key."""
+    return json.loads(text, parse_constant=reject_constant, object_pairs_hook=unique_keys)
 
 KINDS = ["textLog", "diagnostic", "frameGraphFrame", "perfFrame", "memoryFrame"]
 
@@ -29,7 +47,7 @@ def main():
         got = f.read()
     with open(os.path.join(data, "golden_run.report.json"), "rb") as f:
         assert got == f.read(), "report differs from golden_run.report.json"
-    rep = json.loads(got)
+    rep = strict_loads(got)
     assert rep["schema"] == "nwb-telemetry-report/1"
     assert list(rep["events"].keys()) == KINDS + ["unknown"], rep["events"]
     assert rep["decode"]["status"] == "ok"
@@ -47,8 +65,8 @@ def main():
     trace = os.path.join(work, "trace.json")
     r = run(tool, "chrome", stream, "--namesym", names, "-o", trace)
     assert r.returncode == 0, r.stderr
-    with open(trace) as f:
-        doc = json.load(f)
+    with open(trace, "rb") as f:
+        doc = strict_loads(f.read())
     events = doc["traceEvents"]
     phases = {}
     for e in events:
@@ -89,8 +107,8 @@ def main():
     out2 = os.path.join(work, "cut.json")
     r = run(tool, "report", cut, "-o", out2)
     assert r.returncode == 1, r.returncode
-    with open(out2) as f:
-        rep2 = json.load(f)
+    with open(out2, "rb") as f:
+        rep2 = strict_loads(f.read())
     assert rep2["decode"]["status"] == "NWB_ETRUNCATED", rep2["decode"]
     assert 0 < rep2["decode"]["errorOffset"] <= len(whole) // 2
     assert rep2["frames"]["count"] > 0
@@ -103,7 +121,7 @@ def main():
         n = 0
         with open(jsonl) as f:
             for line in f:
-                json.loads(line)
+                strict_loads(line)
                 n += 1
         assert n == 3000, n
     print("check_tool: ok")

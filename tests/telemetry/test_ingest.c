@@ -5,6 +5,7 @@
  * duplicates by seq stored once, malformed uploads answered 400 with status and offset and
  * recorded while earlier data stays intact, decompression caps (output bytes, window size,
  * one frame), unsupported encodings, the run-stream cap, torn tails, and the metrics text.
+ * Every answer, success or error, is parsed as strict JSON.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@ struct fx {
     char log[128];
     struct nwb__tel_ingest_metrics m;
     struct nwb__tel_ingest_limits lim;
+    char answer[4096]; /* the last answer's JSON body, NUL-terminated */
+    int alloc_failing; /* an answer may be missing (nwb_alloc_fail_after is set) */
 };
 
 static int setup(void **state)
@@ -88,6 +92,29 @@ static void segment(nwb_buf_t *b, uint64_t seq, unsigned n)
     assert_int_equal(nwb_tel_encode_perf(b, 9, seq, &pf), 0);
 }
 
+/* The answer must be one strict JSON object: keep a copy in f->answer, release the body. */
+static void answer_check(struct fx *f, struct nwb__tel_ingest_res *res)
+{
+    const size_t len = res->body.len;
+    size_t bad = 0;
+
+    f->answer[0] = '\0';
+    if (len == 0) {
+        /* Only building the answer itself can fail this way (out of memory). */
+        assert_true(f->alloc_failing);
+        nwb__tel_ingest_res_cleanup(res);
+        return;
+    }
+    assert_true(len < sizeof(f->answer));
+    memcpy(f->answer, res->body.data, len);
+    f->answer[len] = '\0';
+    if (nwb_test_json_check(f->answer, len, &bad) != 0) {
+        fail_msg("answer %d is not valid JSON at byte %zu: %s", res->http_status, bad, f->answer);
+    }
+    assert_int_equal(f->answer[0], '{');
+    nwb__tel_ingest_res_cleanup(res);
+}
+
 static void ingest(struct fx *f, const void *body, size_t len, const char *enc, int has_seq,
                    uint64_t seq, struct nwb__tel_ingest_res *res)
 {
@@ -103,6 +130,7 @@ static void ingest(struct fx *f, const void *body, size_t len, const char *enc, 
     req.seq = seq;
     req.run_dir = f->dir;
     nwb__tel_ingest(&req, &f->lim, &f->m, res);
+    answer_check(f, res);
 }
 
 static char *read_report(struct fx *f)
@@ -140,6 +168,8 @@ static void test_ingest_raw_upload_appended_and_reported(void **state)
     assert_int_equal(res.http_status, 200);
     assert_int_equal(res.seq, 1);
     assert_false(res.duplicate);
+    snprintf(tmp, sizeof(tmp), "{\"seq\":1,\"duplicate\":false,\"bytes\":%zu}", b.len);
+    assert_string_equal(f->answer, tmp);
     stored = tel_read_file(f->stream, &len);
     assert_non_null(stored);
     assert_int_equal(len, b.len);
@@ -209,7 +239,7 @@ static void test_ingest_resent_seq_is_not_counted_twice(void **state)
     ingest(f, b.data, b.len, NULL, 1, 7, &res);
     assert_int_equal(res.http_status, 200);
     assert_true(res.duplicate);
-    expect(res.body, "\"duplicate\":true");
+    assert_string_equal(f->answer, "{\"seq\":7,\"duplicate\":true}");
     after = tel_read_file(f->stream, &alen);
     assert_int_equal(alen, blen);
     assert_memory_equal(after, before, blen);
@@ -253,7 +283,7 @@ static void test_ingest_malformed_gets_400_and_keeps_earlier_data(void **state)
     assert_int_equal(res.offset, bad.len - (NWB_TEL_EVENT_HEADER + NWB_TEL_PERF_HEADER + 32));
     snprintf(want, sizeof(want), "\"status\":\"NWB_ETRUNCATED\",\"code\":%d,\"offset\":%llu",
              NWB_ETRUNCATED, (unsigned long long)res.offset);
-    expect(res.body, want);
+    expect(f->answer, want);
     /* A bad level byte: NWB_EPROTO at that byte. */
     bad.data[NWB_TEL_HEADER_FIXED + 23 + 24] = 7;
     ingest(f, bad.data, bad.len, NULL, 1, 3, &res);
@@ -301,6 +331,8 @@ static void test_ingest_decompression_output_cap(void **state)
     ingest(f, z, zn, "zstd", 1, 1, &res);
     assert_int_equal(res.http_status, 413);
     assert_int_equal(res.status, NWB_ETOOBIG);
+    expect(f->answer, "{\"error\":\"telemetry upload too large\",\"status\":\"NWB_ETOOBIG\"");
+    expect(f->answer, "\"reason\":\"decompressed upload exceeds the cap\"}");
     assert_int_not_equal(access(f->stream, F_OK), 0); /* nothing stored */
     assert_int_equal(atomic_load(&f->m.too_large), 1);
     /* The same bytes uncompressed are refused by the same cap. */
@@ -380,9 +412,35 @@ static void test_ingest_unsupported_encoding_is_415(void **state)
     segment(&b, 1, 1);
     ingest(f, b.data, b.len, "gzip", 1, 1, &res);
     assert_int_equal(res.http_status, 415);
+    assert_string_equal(f->answer, "{\"error\":\"unsupported Content-Encoding\","
+                                   "\"status\":\"NWB_EPROTO\",\"code\":-20001,\"offset\":0,"
+                                   "\"reason\":\"Content-Encoding \\\"gzip\\\": use zstd or "
+                                   "identity\"}");
+    /* The client's text is quoted back escaped: quotes, backslashes, control bytes, and
+     * bytes that are not UTF-8 (U+FFFD) cannot break the answer (answer_check parses it). */
+    ingest(f, b.data, b.len, "g\"z}\\\x01\xff", 1, 1, &res);
+    assert_int_equal(res.http_status, 415);
+    expect(f->answer, "Content-Encoding \\\"g\\\"z}\\\\\\u0001\xef\xbf\xbd\\\": use");
     ingest(f, b.data, b.len, "identity", 1, 1, &res);
     assert_int_equal(res.http_status, 200);
     nwb_buf_cleanup(&b);
+}
+
+static void test_ingest_answer_cleanup_is_null_safe_and_idempotent(void **state)
+{
+    struct nwb__tel_ingest_res res;
+
+    (void)state;
+    nwb__tel_ingest_res_cleanup(NULL);
+    nwb__tel_ingest_res_init(&res);
+    assert_int_equal(res.http_status, 500);
+    assert_int_equal(res.body.len, 0);
+    nwb__tel_ingest_res_error(&res, 503, -ENOMEM, "what \"quoted\"", NULL);
+    assert_int_equal(res.http_status, 503);
+    assert_int_equal(nwb_test_json_check((const char *)res.body.data, res.body.len, NULL), 0);
+    nwb__tel_ingest_res_cleanup(&res);
+    assert_null(res.body.data);
+    nwb__tel_ingest_res_cleanup(&res);
 }
 
 static void test_ingest_run_stream_cap_refuses_and_keeps_data(void **state)
@@ -468,6 +526,7 @@ static void test_ingest_metrics_text_lists_counters(void **state)
         req.run_dir = f->dir;
         nwb__tel_ingest(&req, NULL, NULL, &res);
         assert_int_equal(res.http_status, 200);
+        answer_check(f, &res);
     }
     nwb_buf_cleanup(&b);
 }
@@ -490,7 +549,9 @@ static void test_ingest_allocation_failures_never_corrupt_the_run(void **state)
         segment(&b, (uint64_t)n + 1, 5);
         zn = ZSTD_compress(z, sizeof(z), b.data, b.len, 3);
         nwb_alloc_fail_after(n);
+        f->alloc_failing = 1;
         ingest(f, z, zn, "zstd", 1, (uint64_t)n + 1, &res);
+        f->alloc_failing = 0;
         nwb_alloc_fail_after(-1);
         assert_true(res.http_status == 200 || res.http_status == 500);
         accepted += res.http_status == 200;
@@ -521,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ingest_decompression_output_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ingest_zstd_window_and_frame_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ingest_unsupported_encoding_is_415, setup, teardown),
+        cmocka_unit_test(test_ingest_answer_cleanup_is_null_safe_and_idempotent),
         cmocka_unit_test_setup_teardown(test_ingest_run_stream_cap_refuses_and_keeps_data, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ingest_torn_tail_is_cut_before_append, setup,

@@ -60,6 +60,9 @@ static int deliver_to_ingest(void *ctx, const uint8_t *body, size_t len, const c
     if (s->n < 16) {
         s->statuses[s->n++] = res.http_status;
     }
+    /* The answer the server would send: strict JSON. */
+    assert_int_equal(nwb_test_json_check((const char *)res.body.data, res.body.len, NULL), 0);
+    nwb__tel_ingest_res_cleanup(&res);
     {
         /* Copy before freeing: the resend passes last_body itself. */
         uint8_t *copy = malloc(len);

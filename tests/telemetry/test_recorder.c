@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "nwb/alloc.h"
+#include "nwb/deadline.h"
 #include "nwb/error.h"
 #include "nwb/telemetry.h"
 #include "nwb/telemetry_report.h"
@@ -554,14 +555,10 @@ struct blocking {
 
 static void timed_wait(struct blocking *b, int *flag, int ms)
 {
-    struct timespec ts;
+    const nwb_deadline_t deadline = nwb_deadline_in_ms(ms);
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
     while (!*flag) {
-        if (pthread_cond_timedwait(&b->cond, &b->lock, &ts) == ETIMEDOUT) {
+        if (nwb_cond_wait_until(&b->cond, &b->lock, &deadline) == ETIMEDOUT) {
             break;
         }
     }
@@ -607,7 +604,7 @@ static void test_recorder_unregister_from_other_thread_waits_for_frame(void **st
 
     memset(&b, 0, sizeof(b));
     pthread_mutex_init(&b.lock, NULL);
-    pthread_cond_init(&b.cond, NULL);
+    assert_int_equal(nwb_cond_init_monotonic(&b.cond), 0);
     b.rec = f->rec;
     assert_int_equal(nwb_tel_fg_contributor_register(f->rec, blocking_fn, &b, &b.id), 0);
     nwb_tel_recorder_set_capture(f->rec, NWB_TEL_CAPTURE_FRAME_GRAPH_ONLY);

@@ -70,7 +70,8 @@ NWB_API int nwb_tel_ingest_log_append(const char *path, const char *outcome, uin
 
 /**
  * Read the log at @p path into @p out (streamed line by line, bounded memory). A missing file
- * gives present = 0 and returns 0; other read errors return a negated errno.
+ * gives present = 0 and returns 0; one that is not a regular file NWB_ENOTREG (never waited
+ * on); other read errors return a negated errno.
  */
 NWB_API int nwb_tel_ingest_log_load(const char *path, nwb_tel_ingest_summary_t *out);
 
