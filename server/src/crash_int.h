@@ -126,7 +126,7 @@ int nwb__crash_ingest_wait_idle(struct nwb__crash_ingest *ci, unsigned timeout_m
  * block (its partial output removed, the raw archive kept and re-queued at
  * the next start), the thread is joined and everything freed. Submits
  * racing with this get NWB_ECLOSED. NULL is a no-op. Call before the log
- * worker is joined (DESIGN.md shutdown order).
+ * worker is joined (docs/architecture.md, "Shutdown order").
  */
 void nwb__crash_ingest_stop(struct nwb__crash_ingest *ci);
 

@@ -472,7 +472,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
         return;
     }
     srv->worker_stopped = 1;
-    /* The crash worker first (DESIGN.md), then the log worker drains and joins. */
+    /* The crash worker first, then the log worker drains and joins (docs/architecture.md,
+     * "Shutdown order"). */
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);
