@@ -23,7 +23,7 @@ add_library(nwb_llhttp STATIC
   ${NWB_LLHTTP_SRC_DIR}/llhttp.c)
 target_include_directories(nwb_llhttp SYSTEM PUBLIC
   $<BUILD_INTERFACE:${NWB_LLHTTP_INCLUDE_DIR}>)
-# Generated third-party code: its own quiet warning set (STYLE.md).
+# Generated third-party code: its own quiet warning set (docs/building.md, "llhttp").
 target_compile_options(nwb_llhttp PRIVATE -w)
 set_target_properties(nwb_llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 add_library(nwb::llhttp ALIAS nwb_llhttp)

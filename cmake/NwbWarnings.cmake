@@ -1,4 +1,4 @@
-# cmake/NwbWarnings.cmake - the project warning set, applied per target (STYLE.md).
+# cmake/NwbWarnings.cmake - the project warning set, applied per target (docs/building.md).
 function(nwb_target_warnings target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes

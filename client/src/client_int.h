@@ -2,7 +2,7 @@
 /*
  * client_int.h - private declarations shared by the client's files.
  *
- * The worker (worker.c) drains the producers' rings, renders each record's
+ * The worker (client_worker.c) drains the producers' rings, renders each record's
  * message, and hands records to one output: the HTTP output (http_out.c,
  * server mode) or the file output (file_out.c, standalone). The output
  * interface below is the seam between them; everything an output does runs

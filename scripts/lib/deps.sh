@@ -6,7 +6,7 @@
 # Package groups. Edit only here: every script asks for groups, never for packages.
 #   build: compile nwb and its test suite (llhttp comes as generated C sources in node-llhttp).
 #   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar).
-#   test:  tools the test suite runs besides the build (python3 for shared/contract_smoke.py,
+#   test:  tools the test suite runs besides the build (python3 for ../shared/contract_smoke.py,
 #          binutils for addr2line in the crash tests, util-linux for prlimit in fault_loris_flood).
 #   tsan:  the tsan stage of scripts/test: gcc's ThreadSanitizer runtime (libtsan2, also pulled
 #          in by gcc), setarch (util-linux) and sysctl (procps) for the kernels where TSan needs

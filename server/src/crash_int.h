@@ -130,7 +130,7 @@ int nwb__crash_ingest_wait_idle(struct nwb__crash_ingest *ci, unsigned timeout_m
  * Stop the worker: the archive being extracted is abandoned at its next block (its partial
  * output removed, the raw archive kept and re-queued at the next start), the thread is
  * joined and everything freed. Submits racing with this get NWB_ECLOSED. NULL is a no-op.
- * The server calls it before the log worker is joined (docs/architecture.md).
+ * The server calls it before the log worker is joined (docs/architecture.md, "Shutdown order").
  */
 void nwb__crash_ingest_stop(struct nwb__crash_ingest *ci);
 

@@ -446,7 +446,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     }
     srv->worker_stopped = 1;
     /* The crash worker first (an extraction is abandoned at its next block and redone at the
-     * next start: docs/operations.md, "Signals"), then the log worker drains and joins. */
+     * next start: docs/operations.md, "Signals"), then the log worker drains and joins
+     * (docs/architecture.md, "Shutdown order"). */
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);

@@ -2,7 +2,7 @@
 /*
  * bench_render.c - the log worker's CPU cost per record, alone: POST /v1/log
  * bodies (binary batches like bench_ingest's) rendered into log.txt lines by
- * the server's own renderer (log_render.c, common/log_line.c),
+ * the server's own renderer (server/src/log_render.c, common/src/log_line.c),
  * without a name table and with one that decodes every #token, beside the
  * limit of copying the same output bytes with memcpy. No sockets, no files,
  * no threads: the figure the ingest benchmark cannot resolve on a noisy
