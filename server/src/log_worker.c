@@ -72,12 +72,18 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
         job_fail(job, err);
         return;
     }
+    {
+        const char *dir = nwb__run_dir_name(run);
+
+        memcpy(job->dir, dir, strlen(dir) + 1);
+    }
     if (job->kind == NWB__JOB_RUN_DIR) {
-        snprintf(job->dir, sizeof(job->dir), "%s", nwb__run_dir_name(run));
+        job->log_size = nwb__run_log_size(run);
         job->status = NWB__JOB_WRITTEN;
         return;
     }
     if (nwb__run_seq_seen(run, job->has_seq, job->seq)) {
+        job->log_size = nwb__run_log_size(run);
         job->status = NWB__JOB_DUPLICATE;
         return;
     }
@@ -108,6 +114,7 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
         }
     }
     nwb__run_batch_commit(run);
+    job->log_size = nwb__run_log_size(run);
     job->status = NWB__JOB_WRITTEN;
     job->records = rd.records;
     job->drops = rd.drops;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * router.c - the endpoint table. An endpoint is one row: its path (exact,
- * or a prefix for /v1/crashes/<id>), methods, whether it keeps the body and
- * under which limit, and its handlers.
+ * router.c - the endpoint table. An endpoint is one row: its path (exact, a prefix for
+ * /v1/crashes/<id>, or a pattern where '*' is one path segment: /v1/runs/<asterisk>/log),
+ * methods, whether it keeps the body and under which limit, and its handlers. The first
+ * matching row wins.
  */
 #include <string.h>
 
@@ -22,6 +23,31 @@ static const struct nwb__route routes[] = {
     {"/metrics", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__metrics_handle, NULL},
 };
 
+/*
+ * @p pattern matches @p path (@p len bytes, no query): byte for byte, except that a '*' stands
+ * for one non-empty path segment (no '/'); with @p prefix, a longer path matches too.
+ */
+static int path_matches(const char *pattern, int prefix, const char *path, size_t len)
+{
+    size_t i = 0;
+
+    for (const char *p = pattern; *p != '\0'; p++) {
+        if (*p == '*') {
+            const size_t start = i;
+
+            while (i < len && path[i] != '/') {
+                i++;
+            }
+            if (i == start) {
+                return 0;
+            }
+        } else if (i >= len || path[i++] != *p) {
+            return 0;
+        }
+    }
+    return prefix ? i < len : i == len;
+}
+
 const struct nwb__route *nwb__router_match(const char *path, size_t len)
 {
     const char *q = memchr(path, '?', len);
@@ -30,10 +56,7 @@ const struct nwb__route *nwb__router_match(const char *path, size_t len)
         len = (size_t)(q - path);
     }
     for (size_t i = 0; i < NWB_ARRAY_SIZE(routes); i++) {
-        const size_t n = strlen(routes[i].path);
-
-        if (routes[i].prefix ? len > n && memcmp(routes[i].path, path, n) == 0
-                             : n == len && memcmp(routes[i].path, path, len) == 0) {
+        if (path_matches(routes[i].path, routes[i].prefix, path, len)) {
             return &routes[i];
         }
     }

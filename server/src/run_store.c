@@ -554,6 +554,11 @@ void nwb__run_batch_commit(struct nwb__run *r)
     }
 }
 
+uint64_t nwb__run_log_size(const struct nwb__run *r)
+{
+    return r->size;
+}
+
 const char *nwb__run_dir_name(const struct nwb__run *r)
 {
     return r->dir;

@@ -181,7 +181,7 @@ struct nwb__conn;
 #define NWB__METHOD_POST 0x2u
 
 struct nwb__route {
-    const char *path;
+    const char *path;  /* '*' matches one non-empty segment (no '/') */
     int prefix;        /* 1: matches every longer path starting with it */
     unsigned methods;  /* NWB__METHOD_* */
     const char *allow; /* the Allow header for 405 */
@@ -238,7 +238,8 @@ struct nwb__log_job {
     uint64_t drops;
     uint64_t tok_decoded;           /* #tokens replaced by a name */
     uint64_t tok_unknown;           /* #tokens left as they were */
-    char dir[NWB__RUN_DIR_MAX + 1]; /* NWB__JOB_RUN_DIR: the directory under runs/ */
+    uint64_t log_size;              /* log.txt bytes after the job (written or duplicate) */
+    char dir[NWB__RUN_DIR_MAX + 1]; /* the run's directory under runs/ (every run job) */
 };
 
 /* ---- metrics.c ---- */
@@ -490,6 +491,9 @@ void nwb__run_batch_commit(struct nwb__run *r);
 
 /* The run's directory name under runs/ (for messages and tests). */
 const char *nwb__run_dir_name(const struct nwb__run *r);
+
+/* log.txt's size in bytes: what has been committed (and a batch being written, while it is). */
+uint64_t nwb__run_log_size(const struct nwb__run *r);
 
 /* Test support: the last seq the store holds for @p r (has: 0 when none). */
 uint64_t nwb__run_last_seq(const struct nwb__run *r, int *has);
