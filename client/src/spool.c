@@ -22,6 +22,7 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_batch.h"
 
 #include "net_int.h"
@@ -361,7 +362,7 @@ static int seg_new(struct nwb__spool *sp, struct spool_seg **out)
     int fd;
     int err;
 
-    err = nwb__mkdir_p(sp->dir);
+    err = nwb_mkdir_p(sp->dir, 0700); /* unsent records are the player's: private */
     if (err != 0) {
         return err;
     }
@@ -805,7 +806,7 @@ void nwb__spool_reader_ack(struct nwb__spool_reader *r)
 
 void nwb__spool_reader_close(struct nwb__spool_reader *r, int remove)
 {
-    if (r->fd < 0) {
+    if (r == NULL || r->fd < 0) {
         return;
     }
     if (remove) {

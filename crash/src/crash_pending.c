@@ -228,7 +228,7 @@ static int recover_partial(const char *pending, const struct item *it,
         rm_tree(path);
         return 1;
     }
-    (void)nwb__crash_write_all(fd, "incomplete=1\n", 13);
+    (void)nwb_write_all(fd, "incomplete=1\n", 13);
     close(fd);
     snprintf(final, sizeof(final), "%.*s", (int)(strlen(path) - 4), path);
     if (rename(path, final) != 0) {
