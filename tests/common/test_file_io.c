@@ -28,32 +28,41 @@
 #include "nwb/file_io.h"
 #include "test_support.h"
 
-struct fx {
-    char dir[512];
-};
+/* One directory for the whole file; each test uses names of its own in it. */
+static char dir[512];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return nwb_test_tmpdir("file-io", dir, sizeof(dir));
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    nwb_test_rmtree(dir);
+    return 0;
+}
+
+/* @p name inside the test directory. */
+static const char *in_dir(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    return path;
+}
 
 /* What a failed read must overwrite with NULL. */
 static uint8_t sentinel[1];
 
-static int setup(void **state)
+/* nwb_file_read(@p path, @p max) fails with @p want, leaving nothing allocated. */
+static void expect_read_fails(const char *path, size_t max, int want)
 {
-    struct fx *f = calloc(1, sizeof(*f));
+    uint8_t *got = sentinel;
+    size_t len = 99;
 
-    if (f == NULL || nwb_test_tmpdir("file-io", f->dir, sizeof(f->dir)) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    nwb_test_rmtree(f->dir);
-    free(f);
-    return 0;
+    assert_int_equal(nwb_file_read(path, max, &got, &len), want);
+    assert_null(got);
+    assert_int_equal(len, 0);
 }
 
 /* ---- write ---- */
@@ -137,14 +146,13 @@ static void test_write_all_reports_the_errno(void **state)
 
 static void test_pwrite_all_writes_at_the_offset_and_keeps_the_file_offset(void **state)
 {
-    struct fx *f = *state;
     char path[600];
     uint8_t *got;
     size_t len = 0;
-    int fd;
+    const int fd =
+        open(in_dir("pw", path, sizeof(path)), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-    snprintf(path, sizeof(path), "%s/pw", f->dir);
-    fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    (void)state;
     assert_true(fd >= 0);
     assert_int_equal(nwb_write_all(fd, "0123456789", 10), 0);
     assert_int_equal(nwb_pwrite_all(fd, "ab", 2, 3), 0);
@@ -160,7 +168,8 @@ static void test_pwrite_all_writes_at_the_offset_and_keeps_the_file_offset(void 
 
 /* ---- read ---- */
 
-static void write_file(const char *path, size_t n)
+/* Create @p name in the test directory with @p n bytes A..Z repeated; its path to @p path. */
+static const char *make_file(const char *name, size_t n, char *path, size_t cap)
 {
     char *data = malloc(n + 1);
 
@@ -168,185 +177,161 @@ static void write_file(const char *path, size_t n)
     for (size_t i = 0; i < n; i++) {
         data[i] = (char)('A' + i % 26);
     }
-    assert_int_equal(nwb_test_write_file(path, data, n, 0600), 0);
+    assert_int_equal(nwb_test_write_file(in_dir(name, path, cap), data, n, 0600), 0);
     free(data);
+    return path;
+}
+
+/* nwb_file_read(@p path, @p max) succeeds with @p want_len bytes and a NUL after them. */
+static uint8_t *expect_read(const char *path, size_t max, size_t want_len)
+{
+    uint8_t *got = NULL;
+    size_t len = 99;
+
+    assert_int_equal(nwb_file_read(path, max, &got, &len), 0);
+    assert_non_null(got);
+    assert_int_equal(len, want_len);
+    assert_int_equal(got[len], '\0');
+    return got;
 }
 
 static void test_file_read_at_the_cap_and_one_byte_over(void **state)
 {
-    struct fx *f = *state;
     char path[600];
-    uint8_t *got = sentinel;
-    size_t len = 99;
+    uint8_t *got;
 
-    snprintf(path, sizeof(path), "%s/capped", f->dir);
-    write_file(path, 4096);
-    assert_int_equal(nwb_file_read(path, 4096, &got, &len), 0);
-    assert_int_equal(len, 4096);
+    (void)state;
+    make_file("capped", 4096, path, sizeof(path));
+    got = expect_read(path, 4096, 4096);
     assert_int_equal(got[0], 'A');
     assert_int_equal(got[4095], 'A' + 4095 % 26);
-    assert_int_equal(got[4096], '\0'); /* one NUL after the data */
     nwb_free(got);
-
-    got = sentinel;
-    len = 99;
-    assert_int_equal(nwb_file_read(path, 4095, &got, &len), NWB_ETOOBIG);
-    assert_null(got);
-    assert_int_equal(len, 0);
-    assert_int_equal(nwb_file_read(path, 0, &got, &len), NWB_ETOOBIG);
+    expect_read_fails(path, 4095, NWB_ETOOBIG);
+    expect_read_fails(path, 0, NWB_ETOOBIG);
 }
 
 static void test_file_read_empty_file_is_an_empty_string(void **state)
 {
-    struct fx *f = *state;
     char path[600];
-    uint8_t *got = NULL;
-    size_t len = 99;
 
-    snprintf(path, sizeof(path), "%s/empty", f->dir);
-    write_file(path, 0);
-    assert_int_equal(nwb_file_read(path, 0, &got, &len), 0);
-    assert_non_null(got);
-    assert_int_equal(len, 0);
-    assert_int_equal(got[0], '\0');
-    nwb_free(got);
+    (void)state;
+    make_file("empty", 0, path, sizeof(path));
+    nwb_free(expect_read(path, 0, 0));
 }
 
 static void test_file_read_fifo_is_enotreg_without_hanging(void **state)
 {
-    struct fx *f = *state;
     char path[600];
-    uint8_t *got = sentinel;
-    size_t len = 99;
     const long long t0 = nwb_test_now_ms();
 
-    snprintf(path, sizeof(path), "%s/fifo", f->dir);
-    assert_int_equal(mkfifo(path, 0600), 0);
+    (void)state;
+    assert_int_equal(mkfifo(in_dir("fifo", path, sizeof(path)), 0600), 0);
     /* No writer ever opens it: a blocking open would wait for ever (ctest's timeout). */
-    assert_int_equal(nwb_file_read(path, 1024, &got, &len), NWB_ENOTREG);
-    assert_null(got);
-    assert_int_equal(len, 0);
+    expect_read_fails(path, 1024, NWB_ENOTREG);
     assert_true(nwb_test_now_ms() - t0 < 5000);
 }
 
 static void test_file_read_directory_device_and_missing(void **state)
 {
-    struct fx *f = *state;
     char path[600];
-    uint8_t *got = sentinel;
-    size_t len = 99;
 
-    assert_int_equal(nwb_file_read(f->dir, 1024, &got, &len), NWB_ENOTREG);
-    assert_null(got);
-    assert_int_equal(len, 0);
-    assert_int_equal(nwb_file_read("/dev/null", 1024, &got, &len), NWB_ENOTREG);
-    snprintf(path, sizeof(path), "%s/missing", f->dir);
-    got = sentinel;
-    len = 99;
-    assert_int_equal(nwb_file_read(path, 1024, &got, &len), -ENOENT);
-    assert_null(got);
-    assert_int_equal(len, 0);
-    snprintf(path, sizeof(path), "%s/missing/below", f->dir);
-    assert_int_equal(nwb_file_read(path, 1024, &got, &len), -ENOENT);
+    (void)state;
+    expect_read_fails(dir, 1024, NWB_ENOTREG);
+    expect_read_fails("/dev/null", 1024, NWB_ENOTREG);
+    expect_read_fails(in_dir("missing", path, sizeof(path)), 1024, -ENOENT);
+    expect_read_fails(in_dir("missing/below", path, sizeof(path)), 1024, -ENOENT);
 }
 
 static void test_file_read_at_is_relative_to_the_directory_and_follows_symlinks(void **state)
 {
-    struct fx *f = *state;
-    char path[600], link_path[600];
+    char path[600];
     uint8_t *got = NULL;
     size_t len = 0;
-    const int dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+    (void)state;
     assert_true(dirfd >= 0);
-    snprintf(path, sizeof(path), "%s/rel", f->dir);
-    assert_int_equal(nwb_test_write_file(path, "relative", 8, 0600), 0);
+    make_file("rel", 8, path, sizeof(path));
     assert_int_equal(nwb_file_read_at(dirfd, "rel", 64, &got, &len), 0);
     assert_int_equal(len, 8);
-    assert_string_equal((const char *)got, "relative");
+    assert_string_equal((const char *)got, "ABCDEFGH");
     nwb_free(got);
-    snprintf(link_path, sizeof(link_path), "%s/link", f->dir);
-    assert_int_equal(symlink("rel", link_path), 0);
+    assert_int_equal(symlink("rel", in_dir("link", path, sizeof(path))), 0);
     assert_int_equal(nwb_file_read_at(dirfd, "link", 64, &got, &len), 0);
-    assert_string_equal((const char *)got, "relative");
+    assert_string_equal((const char *)got, "ABCDEFGH");
     nwb_free(got);
     close(dirfd);
 }
 
 static void test_file_read_allocation_failure_is_enomem(void **state)
 {
-    struct fx *f = *state;
     char path[600];
-    uint8_t *got = sentinel;
-    size_t len = 99;
 
-    snprintf(path, sizeof(path), "%s/alloc", f->dir);
-    write_file(path, 100);
+    (void)state;
+    make_file("alloc", 100, path, sizeof(path));
     nwb_alloc_fail_after(0);
-    assert_int_equal(nwb_file_read(path, 1024, &got, &len), -ENOMEM);
+    expect_read_fails(path, 1024, -ENOMEM);
     nwb_alloc_fail_after(-1);
-    assert_null(got);
-    assert_int_equal(len, 0);
 }
 
 /* ---- mkdir -p ---- */
 
-static mode_t mode_of(const char *path)
+/* The permission bits of directory @p name in the test directory. */
+static mode_t mode_of(const char *name)
 {
+    char path[600];
     struct stat st;
 
-    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(stat(in_dir(name, path, sizeof(path)), &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     return st.st_mode & 07777;
 }
 
+static int mkdir_p_in(const char *name, mode_t mode)
+{
+    char path[600];
+
+    return nwb_mkdir_p(in_dir(name, path, sizeof(path)), mode);
+}
+
 static void test_mkdir_p_creates_nested_with_the_mode_asked_for(void **state)
 {
-    struct fx *f = *state;
-    char path[600], part[600];
     const mode_t old = umask(022);
 
-    snprintf(path, sizeof(path), "%s/a/b/c", f->dir);
-    assert_int_equal(nwb_mkdir_p(path, 0700), 0);
-    assert_int_equal(mode_of(path), 0700);
-    snprintf(part, sizeof(part), "%s/a", f->dir);
-    assert_int_equal(mode_of(part), 0700); /* every created parent too */
-    snprintf(path, sizeof(path), "%s/x/y/", f->dir);
-    assert_int_equal(nwb_mkdir_p(path, 0755), 0);
-    assert_int_equal(mode_of(path), 0755);
+    (void)state;
+    assert_int_equal(mkdir_p_in("a/b/c", 0700), 0);
+    assert_int_equal(mode_of("a/b/c"), 0700);
+    assert_int_equal(mode_of("a"), 0700); /* every created parent too */
+    assert_int_equal(mkdir_p_in("x/y/", 0755), 0);
+    assert_int_equal(mode_of("x/y"), 0755);
     /* Existing: fine, and the mode of what exists is left alone. */
-    snprintf(path, sizeof(path), "%s/a/b/c", f->dir);
-    assert_int_equal(nwb_mkdir_p(path, 0755), 0);
-    assert_int_equal(mode_of(path), 0700);
+    assert_int_equal(mkdir_p_in("a/b/c", 0755), 0);
+    assert_int_equal(mode_of("a/b/c"), 0700);
     assert_int_equal(nwb_mkdir_p("/", 0755), 0);
     /* Doubled slashes. */
-    snprintf(path, sizeof(path), "%s//d//e", f->dir);
-    assert_int_equal(nwb_mkdir_p(path, 0700), 0);
-    snprintf(path, sizeof(path), "%s/d/e", f->dir);
-    assert_int_equal(mode_of(path), 0700);
+    assert_int_equal(mkdir_p_in("/d//e", 0700), 0);
+    assert_int_equal(mode_of("d/e"), 0700);
     umask(old);
 }
 
 static void test_mkdir_p_file_in_the_way_is_enotdir(void **state)
 {
-    struct fx *f = *state;
-    char file[600], path[700];
+    char path[600];
 
-    snprintf(file, sizeof(file), "%s/plain", f->dir);
-    write_file(file, 3);
+    (void)state;
+    make_file("plain", 3, path, sizeof(path));
     /* The path itself is a file. */
-    assert_int_equal(nwb_mkdir_p(file, 0700), -ENOTDIR);
+    assert_int_equal(mkdir_p_in("plain", 0700), -ENOTDIR);
     /* A file where a parent should be. */
-    snprintf(path, sizeof(path), "%s/sub/deeper", file);
-    assert_int_equal(nwb_mkdir_p(path, 0700), -ENOTDIR);
+    assert_int_equal(mkdir_p_in("plain/sub/deeper", 0700), -ENOTDIR);
 }
 
 static void test_mkdir_p_empty_too_long_and_denied(void **state)
 {
-    struct fx *f = *state;
     char *longp = malloc(PATH_MAX + 2);
-    char path[700];
+    char path[600];
 
+    (void)state;
     assert_non_null(longp);
     assert_int_equal(nwb_mkdir_p("", 0700), -ENOENT);
     /* PATH_MAX characters (no room for the NUL) and more. */
@@ -359,13 +344,10 @@ static void test_mkdir_p_empty_too_long_and_denied(void **state)
     assert_int_equal(nwb_mkdir_p(longp, 0700), -ENAMETOOLONG);
     free(longp);
     /* Under a directory nobody may write to (root may: then it is created). */
-    snprintf(path, sizeof(path), "%s/ro", f->dir);
-    assert_int_equal(mkdir(path, 0500), 0);
-    snprintf(path, sizeof(path), "%s/ro/sub", f->dir);
+    assert_int_equal(mkdir(in_dir("ro", path, sizeof(path)), 0500), 0);
     if (geteuid() != 0) {
-        assert_int_equal(nwb_mkdir_p(path, 0700), -EACCES);
+        assert_int_equal(mkdir_p_in("ro/sub", 0700), -EACCES);
     }
-    snprintf(path, sizeof(path), "%s/ro", f->dir);
     assert_int_equal(chmod(path, 0700), 0);
 }
 
@@ -374,25 +356,17 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_all_to_a_pipe_delivers_every_byte),
         cmocka_unit_test(test_write_all_reports_the_errno),
-        cmocka_unit_test_setup_teardown(
-            test_pwrite_all_writes_at_the_offset_and_keeps_the_file_offset, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_file_read_at_the_cap_and_one_byte_over, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_file_read_empty_file_is_an_empty_string, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_file_read_fifo_is_enotreg_without_hanging, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_file_read_directory_device_and_missing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_file_read_at_is_relative_to_the_directory_and_follows_symlinks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_file_read_allocation_failure_is_enomem, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_mkdir_p_creates_nested_with_the_mode_asked_for, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_mkdir_p_file_in_the_way_is_enotdir, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mkdir_p_empty_too_long_and_denied, setup, teardown),
+        cmocka_unit_test(test_pwrite_all_writes_at_the_offset_and_keeps_the_file_offset),
+        cmocka_unit_test(test_file_read_at_the_cap_and_one_byte_over),
+        cmocka_unit_test(test_file_read_empty_file_is_an_empty_string),
+        cmocka_unit_test(test_file_read_fifo_is_enotreg_without_hanging),
+        cmocka_unit_test(test_file_read_directory_device_and_missing),
+        cmocka_unit_test(test_file_read_at_is_relative_to_the_directory_and_follows_symlinks),
+        cmocka_unit_test(test_file_read_allocation_failure_is_enomem),
+        cmocka_unit_test(test_mkdir_p_creates_nested_with_the_mode_asked_for),
+        cmocka_unit_test(test_mkdir_p_file_in_the_way_is_enotdir),
+        cmocka_unit_test(test_mkdir_p_empty_too_long_and_denied),
     };
 
-    return cmocka_run_group_tests_name("common.file_io", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("common.file_io", tests, group_setup, group_teardown);
 }
