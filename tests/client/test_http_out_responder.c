@@ -16,6 +16,7 @@
 
 #include "nwb/deadline.h"
 #include "test_http_out_responder.h"
+#include "test_support.h"
 
 /* Requests larger than this are a test bug. */
 #define REQ_MAX (32u * 1024u * 1024u)
@@ -272,10 +273,7 @@ int responder_start(struct responder *r, int port)
         return -1;
     }
     setsockopt(r->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)port);
+    a = nwb_test_loopback(port);
     if (bind(r->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
         listen(r->listen_fd, 16) != 0 ||
         getsockname(r->listen_fd, (struct sockaddr *)&a, &len) != 0 ||

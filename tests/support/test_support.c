@@ -271,9 +271,20 @@ size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap
     return used;
 }
 
-int nwb_test_reserve_dead_port(int *port)
+struct sockaddr_in nwb_test_loopback(int port)
 {
     struct sockaddr_in sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return sa;
+}
+
+int nwb_test_reserve_dead_port(int *port)
+{
+    struct sockaddr_in sa = nwb_test_loopback(0);
     socklen_t len = sizeof(sa);
     const int one = 1;
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -282,9 +293,6 @@ int nwb_test_reserve_dead_port(int *port)
     if (fd < 0) {
         return -1;
     }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     /* SO_REUSEADDR only after the bind: the port is chosen as for any other socket, and the
      * flag lets a server that asks for it as well share the port later. */
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
@@ -299,7 +307,7 @@ int nwb_test_reserve_dead_port(int *port)
 
 int nwb_test_connect(int port)
 {
-    struct sockaddr_in sa;
+    const struct sockaddr_in sa = nwb_test_loopback(port);
     struct timeval tv = {10, 0};
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -307,14 +315,10 @@ int nwb_test_connect(int port)
     if (fd < 0) {
         return -1;
     }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
         close(fd);
         return -1;
     }

@@ -8,6 +8,7 @@
 #ifndef NWB_TEST_SUPPORT_H
 #define NWB_TEST_SUPPORT_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -56,6 +57,9 @@ size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap
  * @p *port, or -1.
  */
 int nwb_test_reserve_dead_port(int *port);
+
+/* The address 127.0.0.1:@p port (0: any, for a bind). */
+struct sockaddr_in nwb_test_loopback(int port);
 
 /* Connect to 127.0.0.1:@p port (blocking socket with 10 s send/recv timeouts). Returns fd or -1. */
 int nwb_test_connect(int port);
