@@ -330,24 +330,6 @@ static uint64_t seg_drop_head(struct nwb__spool *sp, int *head_lost)
     return dropped;
 }
 
-static int write_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        const ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -errno;
-        }
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /*
  * Make a new segment: written under a temporary name, locked, then linked to
  * its final name, so a scanning process never sees a half-written header and
@@ -393,7 +375,7 @@ static int seg_new(struct nwb__spool *sp, struct spool_seg **out)
         }
         id.segno = sp->next_segno++;
         nwb__spool_header_encode(hdr, &id);
-        err = write_full(fd, hdr, sp->header_size, 0);
+        err = nwb_pwrite_all(fd, hdr, sp->header_size, 0);
         if (err != 0) {
             goto fail_close;
         }

@@ -4,13 +4,11 @@
 #include <limits.h>
 
 #include "nwb/deadline.h"
+#include "nwb/log_line.h"
 
 uint64_t nwb_monotonic_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return nwb_time_mono_ns(); /* one reading of the clock in nwb, in log_line.c */
 }
 
 nwb_deadline_t nwb_deadline_in_ms(long long ms)

@@ -242,6 +242,13 @@ static void test_file_read_directory_device_and_missing(void **state)
     expect_read_fails(in_dir("missing/below", path, sizeof(path)), 1024, -ENOENT);
 }
 
+static void test_file_read_sizeless_proc_file_reads_as_empty(void **state)
+{
+    (void)state;
+    /* The documented limit: the size comes from fstat, and /proc reports none. */
+    nwb_free(expect_read("/proc/self/status", 1u << 20, 0));
+}
+
 static void test_file_read_at_is_relative_to_the_directory_and_follows_symlinks(void **state)
 {
     char path[600];
@@ -361,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_file_read_empty_file_is_an_empty_string),
         cmocka_unit_test(test_file_read_fifo_is_enotreg_without_hanging),
         cmocka_unit_test(test_file_read_directory_device_and_missing),
+        cmocka_unit_test(test_file_read_sizeless_proc_file_reads_as_empty),
         cmocka_unit_test(test_file_read_at_is_relative_to_the_directory_and_follows_symlinks),
         cmocka_unit_test(test_file_read_allocation_failure_is_enomem),
         cmocka_unit_test(test_mkdir_p_creates_nested_with_the_mode_asked_for),
