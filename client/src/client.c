@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nwb/alloc.h"
+#include "nwb/deadline.h"
 #include "nwb/error.h"
 #include "nwb/log_line.h"
 
@@ -51,7 +51,6 @@ static int output_create(struct nwb_client *c, char *errbuf, size_t errlen)
 
 static int sync_init(struct nwb_client *c)
 {
-    pthread_condattr_t attr;
     int rc;
 
     rc = pthread_mutex_init(&c->ring_lock, NULL);
@@ -62,13 +61,7 @@ static int sync_init(struct nwb_client *c)
     if (rc != 0) {
         goto fail_ring_lock;
     }
-    rc = pthread_condattr_init(&attr);
-    if (rc != 0) {
-        goto fail_flush_lock;
-    }
-    (void)pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(&c->flush_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    rc = nwb_cond_init_monotonic(&c->flush_cond);
     if (rc != 0) {
         goto fail_flush_lock;
     }
@@ -178,25 +171,19 @@ fail_unclaim:
 
 int nwb_client_flush(nwb_client_t *c, unsigned timeout_ms)
 {
-    struct timespec deadline;
+    nwb_deadline_t deadline;
     uint64_t my;
     int rc = 0;
 
     if (c == NULL) {
         return 0;
     }
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += (time_t)(timeout_ms / 1000u);
-    deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    deadline = nwb_deadline_in_ms(timeout_ms);
     my = atomic_fetch_add_explicit(&c->flush_req, 1u, memory_order_seq_cst) + 1u;
     nwb__worker_wake(c, 1);
     pthread_mutex_lock(&c->flush_lock);
     while (c->flush_ack < my) {
-        if (pthread_cond_timedwait(&c->flush_cond, &c->flush_lock, &deadline) == ETIMEDOUT) {
+        if (nwb_cond_wait_until(&c->flush_cond, &c->flush_lock, &deadline) == ETIMEDOUT) {
             rc = c->flush_ack < my ? NWB_ETIMEOUT : 0;
             break;
         }

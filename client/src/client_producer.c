@@ -21,6 +21,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 #include "nwb/log_batch.h"
+#include "nwb/log_line.h"
 
 #include "client_core.h"
 #include "client_fmt.h"
@@ -93,14 +94,6 @@ void nwb__barrier_heavy(void)
     if (!G.fence) {
         (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
     }
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static inline uint64_t wall_ns(void)
@@ -378,7 +371,7 @@ static uint8_t *block_nap(struct nwb_client *c, struct nwb__ring *r, uint32_t si
 {
     const unsigned seq = atomic_load_explicit(&r->wake_seq, memory_order_acquire);
     struct timespec ts;
-    uint64_t t = mono_ns();
+    uint64_t t = nwb_time_mono_ns();
     uint8_t *dst;
 
     /* Dekker pair with the worker's "store tail; fence; read waiting" (client_worker.c). */
@@ -411,7 +404,7 @@ static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer 
                                           struct nwb__ring *r, uint32_t size, uint64_t now)
 {
     if (c->s.full_policy == NWB_CLIENT_FULL_BLOCK && !p->is_worker) {
-        const uint64_t deadline = mono_ns() + (uint64_t)c->s.block_timeout_us * 1000u;
+        const uint64_t deadline = nwb_time_mono_ns() + (uint64_t)c->s.block_timeout_us * 1000u;
 
         nwb__worker_wake(c, 0);
         for (unsigned spin = 1;; spin++) {
@@ -434,7 +427,7 @@ static NWB_NOINLINE uint8_t *reserve_full(struct nwb_client *c, struct producer 
             if (atomic_load_explicit(&c->closing, memory_order_relaxed) != 0) {
                 break;
             }
-            if ((spin >= BLOCK_SPINS || (spin & 15u) == 0) && mono_ns() >= deadline) {
+            if ((spin >= BLOCK_SPINS || (spin & 15u) == 0) && nwb_time_mono_ns() >= deadline) {
                 break;
             }
         }

@@ -591,7 +591,7 @@ fail_free:
 
 void nwb__worker_stop(struct nwb_client *c)
 {
-    struct nwb__worker *w = c->w;
+    struct nwb__worker *w = c != NULL ? c->w : NULL;
 
     if (w == NULL) {
         return;

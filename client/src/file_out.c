@@ -9,11 +9,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_line.h"
 
 #include "client_core.h"
@@ -40,7 +40,8 @@ static struct file_out *file_out_of(struct nwb__out *o)
     return NWB_CONTAINER_OF(o, struct file_out, base);
 }
 
-/* Report a failed write once on stderr, never through the log itself. */
+/* Report a failed write (@p err: a negative errno) once on stderr, never through the log
+ * itself. */
 static void report_failure(struct file_out *f, int err)
 {
     char tmp[128];
@@ -55,32 +56,12 @@ static void report_failure(struct file_out *f, int err)
     n = snprintf(msg, sizeof(msg),
                  "nwb: cannot write %s: %s (records are lost; reported again only after a "
                  "write succeeds)\n",
-                 f->path, nwb_strerror_r(-err, tmp, sizeof(tmp)));
+                 f->path, nwb_strerror_r(err, tmp, sizeof(tmp)));
     if (n > 0) {
         ssize_t w = write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg));
 
         (void)w;
     }
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return errno;
-        }
-        if (n == 0) {
-            return EIO;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 static void write_out(struct file_out *f)
@@ -90,9 +71,9 @@ static void write_out(struct file_out *f)
     if (f->len == 0) {
         return;
     }
-    err = f->fd >= 0 ? write_all(f->fd, f->buf, f->len) : EBADF;
+    err = f->fd >= 0 ? nwb_write_all(f->fd, f->buf, f->len) : -EBADF;
     if (f->s->console) {
-        (void)write_all(STDERR_FILENO, f->buf, f->len);
+        (void)nwb_write_all(STDERR_FILENO, f->buf, f->len);
     }
     if (err != 0) {
         report_failure(f, err);
@@ -147,9 +128,13 @@ static int file_settled(struct nwb__out *o)
 
 static void file_close(struct nwb__out *o, uint64_t deadline_mono_ns)
 {
-    struct file_out *f = file_out_of(o);
+    struct file_out *f;
 
     (void)deadline_mono_ns;
+    if (o == NULL) {
+        return;
+    }
+    f = file_out_of(o);
     write_out(f);
     if (f->fd >= 0) {
         close(f->fd);
@@ -159,8 +144,12 @@ static void file_close(struct nwb__out *o, uint64_t deadline_mono_ns)
 
 static void file_destroy(struct nwb__out *o)
 {
-    struct file_out *f = file_out_of(o);
+    struct file_out *f;
 
+    if (o == NULL) {
+        return;
+    }
+    f = file_out_of(o);
     if (f->fd >= 0) {
         close(f->fd);
     }
@@ -181,28 +170,6 @@ void nwb__file_out_swap_fd(struct nwb__out *o, int fd)
         close(f->fd);
     }
     f->fd = fd;
-}
-
-/* mkdir -p: every component of @p path (modified in place and restored). */
-static int mkdir_p(char *path)
-{
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            const char saved = *p;
-
-            *p = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                int err = -errno;
-
-                *p = saved;
-                return err;
-            }
-            *p = saved;
-            if (saved == '\0') {
-                return 0;
-            }
-        }
-    }
 }
 
 int nwb__run_dir_format(const struct nwb__settings *s, char *dst, size_t cap)
@@ -245,7 +212,7 @@ int nwb__file_out_create(const struct nwb__settings *s, struct nwb__stats *st,
         snprintf(errbuf, errlen, "log_dir is too long");
         goto fail_free;
     }
-    rc = mkdir_p(dir);
+    rc = nwb_mkdir_p(dir, 0755); /* the server's layout, readable by the player's tools */
     if (rc != 0) {
         snprintf(errbuf, errlen, "cannot create %s: %s", dir, nwb_strerror_r(rc, tmp, sizeof(tmp)));
         goto fail_free;

@@ -1107,10 +1107,14 @@ static int old_in_flight(const struct http_out *o)
 
 static void out_close(struct nwb__out *base, uint64_t deadline)
 {
-    struct http_out *o = out_of(base);
+    struct http_out *o;
     uint64_t now = nwb_time_mono_ns();
     uint64_t lost = 0;
 
+    if (base == NULL) {
+        return;
+    }
+    o = out_of(base);
     o->closing = 1;
     seal_if_due(o, now, 1);
     if (o->failing && o->state == CS_DOWN) {
@@ -1168,8 +1172,12 @@ static void out_close(struct nwb__out *base, uint64_t deadline)
 
 static void out_destroy(struct nwb__out *base)
 {
-    struct http_out *o = out_of(base);
+    struct http_out *o;
 
+    if (base == NULL) {
+        return;
+    }
+    o = out_of(base);
     conn_close(o);
     nwb_free(o->open);
     while (o->mem_head != NULL) {

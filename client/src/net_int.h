@@ -267,9 +267,6 @@ uint32_t nwb__crc32c(uint32_t crc, const void *data, size_t len);
 /* Write "nwb-client: <message>\n" to stderr with one write(2); never through the logger. */
 void nwb__net_report(const char *fmt, ...) NWB_PRINTF_LIKE(1, 2);
 
-/* mkdir -p @p path (mode 0700 for what it creates). Returns 0 or a negated errno. */
-int nwb__mkdir_p(const char *path);
-
 /* snprintf that reports truncation: returns 0, or NWB_ETOOBIG when @p cap was too small. */
 int nwb__fmt(char *dst, size_t cap, const char *fmt, ...) NWB_PRINTF_LIKE(3, 4);
 

@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * net_util.c - small helpers of the client's network side: batch buffers,
- * CRC-32C for the spool, one-line reports to stderr, mkdir -p.
+ * CRC-32C for the spool, one-line reports to stderr, bounded formatting.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nwb/alloc.h"
@@ -98,32 +96,6 @@ void nwb__net_report(const char *fmt, ...)
     if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
         return;
     }
-}
-
-int nwb__mkdir_p(const char *path)
-{
-    char tmp[1200];
-    size_t len = strlen(path);
-
-    if (len == 0) {
-        return -ENOENT;
-    }
-    if (len >= sizeof(tmp)) {
-        return -ENAMETOOLONG;
-    }
-    memcpy(tmp, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            const char saved = tmp[i];
-
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                return -errno;
-            }
-            tmp[i] = saved;
-        }
-    }
-    return 0;
 }
 
 int nwb__fmt(char *dst, size_t cap, const char *fmt, ...)

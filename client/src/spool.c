@@ -22,6 +22,7 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_batch.h"
 
 #include "net_int.h"
@@ -329,24 +330,6 @@ static uint64_t seg_drop_head(struct nwb__spool *sp, int *head_lost)
     return dropped;
 }
 
-static int write_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        const ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -errno;
-        }
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /*
  * Make a new segment: written under a temporary name, locked, then linked to
  * its final name, so a scanning process never sees a half-written header and
@@ -361,7 +344,7 @@ static int seg_new(struct nwb__spool *sp, struct spool_seg **out)
     int fd;
     int err;
 
-    err = nwb__mkdir_p(sp->dir);
+    err = nwb_mkdir_p(sp->dir, 0700); /* unsent records are the player's: private */
     if (err != 0) {
         return err;
     }
@@ -392,7 +375,7 @@ static int seg_new(struct nwb__spool *sp, struct spool_seg **out)
         }
         id.segno = sp->next_segno++;
         nwb__spool_header_encode(hdr, &id);
-        err = write_full(fd, hdr, sp->header_size, 0);
+        err = nwb_pwrite_all(fd, hdr, sp->header_size, 0);
         if (err != 0) {
             goto fail_close;
         }
@@ -805,7 +788,7 @@ void nwb__spool_reader_ack(struct nwb__spool_reader *r)
 
 void nwb__spool_reader_close(struct nwb__spool_reader *r, int remove)
 {
-    if (r->fd < 0) {
+    if (r == NULL || r->fd < 0) {
         return;
     }
     if (remove) {

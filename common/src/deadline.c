@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* deadline.c - monotonic deadlines and the condition variables that wait on them. */
 #include <errno.h>
+#include <limits.h>
 
 #include "nwb/deadline.h"
+#include "nwb/log_line.h"
 
 uint64_t nwb_monotonic_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return nwb_time_mono_ns(); /* one reading of the clock in nwb, in log_line.c */
 }
 
 nwb_deadline_t nwb_deadline_in_ms(long long ms)
@@ -32,14 +31,20 @@ nwb_deadline_t nwb_deadline_in_ms(long long ms)
 long long nwb_deadline_left_ms(const nwb_deadline_t *d)
 {
     struct timespec now;
+    long long sec;
     long long ns;
+    long long ms;
 
     clock_gettime(CLOCK_MONOTONIC, &now);
-    ns = (long long)(d->at.tv_sec - now.tv_sec) * 1000000000LL + (d->at.tv_nsec - now.tv_nsec);
-    if (ns <= 0) {
-        return 0;
+    sec = (long long)(d->at.tv_sec - now.tv_sec);
+    ns = d->at.tv_nsec - now.tv_nsec; /* -999999999 .. 999999999 */
+    /* In milliseconds, rounded up: whole seconds never overflow as nanoseconds could (a
+     * deadline of nwb_deadline_in_ms(LLONG_MAX) is ~9e15 s away). */
+    if (sec > LLONG_MAX / 1000 - 1) {
+        return LLONG_MAX;
     }
-    return (ns + 999999) / 1000000;
+    ms = sec * 1000 + (ns > 0 ? (ns + 999999) / 1000000 : ns / 1000000);
+    return ms > 0 ? ms : 0;
 }
 
 int nwb_deadline_expired(const nwb_deadline_t *d)

@@ -13,6 +13,9 @@
 #include "nwb/json.h"
 
 #define JSON_STREAM_CHUNK (64u * 1024u)
+/* Input bytes escaped at a time when streaming, and the most one byte can become (\u00XX). */
+#define JSON_STRING_PIECE (8u * 1024u)
+#define JSON_ESCAPE_MAX   6u
 
 void nwb_json_init(nwb_json_t *j, nwb_buf_t *buf, FILE *out)
 {
@@ -63,27 +66,72 @@ static void put(nwb_json_t *j, const void *p, size_t n)
     }
 }
 
-/* Before a value: the key it belongs to, or the comma after the previous array item. */
+static int is_continuation(char c)
+{
+    return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+/* Escape @p len bytes into the document. Streaming, a long string goes in pieces, the buffer
+ * written out before a piece that might not fit, so a string needs no more than the cap; a
+ * piece never ends inside a UTF-8 sequence, which would turn its bytes into U+FFFD. */
+static void escape(nwb_json_t *j, const char *s, size_t len)
+{
+    while (j->err == 0 && len > 0) {
+        size_t n = len;
+
+        if (j->out != NULL) {
+            if (n > JSON_STRING_PIECE) {
+                size_t cut = JSON_STRING_PIECE;
+
+                /* A sequence is at most 4 bytes: its start is at most 3 back. A continuation
+                 * byte with none there is a stray, and the cut may stay before it. */
+                for (int back = 0; back < 3 && is_continuation(s[cut]); back++) {
+                    cut--;
+                }
+                n = is_continuation(s[cut]) ? JSON_STRING_PIECE : cut;
+            }
+            if (j->buf->max - j->buf->len < n * JSON_ESCAPE_MAX) {
+                nwb_json_flush(j);
+            }
+        }
+        if (j->err == 0) {
+            j->err = nwb_json_escape_into(j->buf, s, n);
+        }
+        s += n;
+        len -= n;
+    }
+}
+
+/* Before a value: the key it belongs to, or the comma after the previous array item. A
+ * document holds one top-level value. */
 static void value_sep(nwb_json_t *j)
 {
     if (j->after_key) {
         j->after_key = 0;
         return;
     }
-    if (j->depth > 0) {
-        if (j->is_object[j->depth - 1]) {
-            misuse(j, "a value in an object without its key");
-            return;
+    if (j->depth == 0) {
+        if (j->top_done) {
+            misuse(j, "a second top-level value");
         }
-        if (j->has_item[j->depth - 1]) {
-            put(j, ",", 1);
-        }
-        j->has_item[j->depth - 1] = 1;
+        j->top_done = 1;
+        return;
     }
+    if (j->is_object[j->depth - 1]) {
+        misuse(j, "a value in an object without its key");
+        return;
+    }
+    if (j->has_item[j->depth - 1]) {
+        put(j, ",", 1);
+    }
+    j->has_item[j->depth - 1] = 1;
 }
 
 static void open_level(nwb_json_t *j, char c)
 {
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     if (j->depth >= NWB_JSON_DEPTH_MAX) {
         j->err = j->err != 0 ? j->err : NWB_ETOOBIG;
@@ -96,6 +144,9 @@ static void open_level(nwb_json_t *j, char c)
 
 static void close_level(nwb_json_t *j, char c)
 {
+    if (j->err != 0) {
+        return;
+    }
     if (j->depth == 0 || j->after_key || j->is_object[j->depth - 1] != (c == '}')) {
         misuse(j, "a close that does not match its open");
         return;
@@ -126,6 +177,9 @@ void nwb_json_arr_end(nwb_json_t *j)
 
 void nwb_json_key(nwb_json_t *j, const char *key)
 {
+    if (j->err != 0) {
+        return;
+    }
     if (j->depth == 0 || !j->is_object[j->depth - 1] || j->after_key) {
         misuse(j, "a key outside an object, or two keys in a row");
         return;
@@ -135,9 +189,7 @@ void nwb_json_key(nwb_json_t *j, const char *key)
     }
     j->has_item[j->depth - 1] = 1;
     put(j, "\"", 1);
-    if (j->err == 0) {
-        j->err = nwb_json_escape_into(j->buf, key, strlen(key));
-    }
+    escape(j, key, strlen(key));
     put(j, "\":", 2);
     j->after_key = 1;
 }
@@ -242,11 +294,12 @@ int nwb_json_escape_into(nwb_buf_t *b, const char *str, size_t len)
 
 void nwb_json_str(nwb_json_t *j, const char *s, size_t len)
 {
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     put(j, "\"", 1);
-    if (j->err == 0) {
-        j->err = nwb_json_escape_into(j->buf, s, len);
-    }
+    escape(j, s, len);
     put(j, "\"", 1);
 }
 
@@ -260,6 +313,9 @@ void nwb_json_u64(nwb_json_t *j, uint64_t v)
     char tmp[24];
     size_t n = sizeof(tmp);
 
+    if (j->err != 0) {
+        return;
+    }
     do {
         tmp[--n] = (char)('0' + v % 10);
         v /= 10;
@@ -273,6 +329,9 @@ void nwb_json_i64(nwb_json_t *j, int64_t v)
     char tmp[24];
     const int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
 
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     put(j, tmp, (size_t)n);
 }
@@ -282,6 +341,9 @@ void nwb_json_dbl(nwb_json_t *j, double v, int decimals)
     char tmp[64];
     int n;
 
+    if (j->err != 0) {
+        return;
+    }
     if (!isfinite(v)) {
         v = 0.0;
     }
@@ -309,24 +371,36 @@ void nwb_json_dbl(nwb_json_t *j, double v, int decimals)
 
 void nwb_json_null(nwb_json_t *j)
 {
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     put(j, "null", 4);
 }
 
 void nwb_json_bool(nwb_json_t *j, int v)
 {
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     put(j, v ? "true" : "false", v ? 4 : 5);
 }
 
 void nwb_json_number_text(nwb_json_t *j, const char *s, size_t len)
 {
+    if (j->err != 0) {
+        return;
+    }
     value_sep(j);
     put(j, s, len);
 }
 
 void nwb_json_space(nwb_json_t *j, const char *s, size_t len)
 {
+    if (j->err != 0) {
+        return;
+    }
     for (size_t i = 0; i < len; i++) {
         if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') {
             misuse(j, "nwb_json_space() with something other than whitespace");
@@ -338,8 +412,11 @@ void nwb_json_space(nwb_json_t *j, const char *s, size_t len)
 
 int nwb_json_finish(nwb_json_t *j)
 {
-    if (j->depth != 0 || j->after_key) {
-        misuse(j, "a document finished with levels still open");
+    if (j->err != 0) {
+        return j->err;
+    }
+    if (j->depth != 0 || j->after_key || !j->top_done) {
+        misuse(j, "a document finished empty or with levels still open");
     }
     return nwb_json_flush(j);
 }

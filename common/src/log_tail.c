@@ -5,11 +5,10 @@
  * reads the ring with plain loads and write(2), which is all a signal
  * handler may do.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "nwb/file_io.h"
 #include "nwb/log.h"
 #include "nwb/log_tail.h"
 
@@ -113,23 +112,6 @@ static size_t tail_start(uint64_t head, size_t *len)
     }
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 long nwb_log_tail_write_fd(int fd)
 {
     const uint64_t head = atomic_load_explicit(&tail_head, memory_order_acquire);
@@ -137,8 +119,9 @@ long nwb_log_tail_write_fd(int fd)
     const size_t start = tail_start(head, &len);
     const size_t first = len < NWB_LOG_TAIL_BYTES - start ? len : NWB_LOG_TAIL_BYTES - start;
 
-    if (write_all(fd, tail_ring + start, first) != 0 ||
-        write_all(fd, tail_ring, len - first) != 0) {
+    /* nwb_write_all is async-signal-safe: the crash handler calls this. */
+    if (nwb_write_all(fd, tail_ring + start, first) != 0 ||
+        nwb_write_all(fd, tail_ring, len - first) != 0) {
         return -1;
     }
     return (long)len;

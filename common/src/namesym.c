@@ -29,6 +29,7 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/log_line.h"
 #include "nwb/namesym.h"
 
@@ -45,6 +46,9 @@ void nwb_namesym_builder_init(nwb_namesym_builder_t *b)
 
 void nwb_namesym_builder_cleanup(nwb_namesym_builder_t *b)
 {
+    if (b == NULL) {
+        return;
+    }
     for (size_t i = 0; i < b->count; i++) {
         nwb_free(b->entries[i].str);
     }
@@ -177,7 +181,7 @@ int nwb_namesym_builder_write(nwb_namesym_builder_t *b, const char *build_id, co
                               char *errbuf, size_t errlen)
 {
     uint8_t *buf;
-    size_t len, off = 0;
+    size_t len;
     char tmp[4200];
     int fd, rc;
 
@@ -191,18 +195,7 @@ int nwb_namesym_builder_write(nwb_namesym_builder_t *b, const char *build_id, co
         rc = -errno;
         goto out;
     }
-    while (off < len) {
-        ssize_t n = write(fd, buf + off, len - off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
-            break;
-        }
-        off += (size_t)n;
-    }
+    rc = nwb_write_all(fd, buf, len);
     if (rc == 0 && fsync(fd) != 0) {
         rc = -errno;
     }

@@ -7,14 +7,12 @@
  * they are, checked as a token only when they are not in the table).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "nwb/namesym.h"
 #include "namesym_table_int.h"
 
@@ -171,49 +169,29 @@ long nwb_namesym_table_add_file(nwb_namesym_table_t *t, const char *path,
                                 nwb_namesym_collision_fn on_collision, void *ctx, char *errbuf,
                                 size_t errlen)
 {
-    struct stat st;
+    /* No valid sidecar is larger: a bigger file is refused before it is read. */
+    const size_t max =
+        (size_t)NWB_NAMESYM_HEADER_SIZE +
+        (size_t)NWB_NAMESYM_MAX_ENTRIES * (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING);
     nwb_namesym_view_t v;
     const char *why = "";
-    size_t bad = 0, off = 0;
-    uint8_t *buf;
-    long rc;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t bad = 0, len = 0;
+    uint8_t *buf = NULL;
+    long rc = nwb_file_read(path, max, &buf, &len);
 
-    if (fd < 0) {
-        rc = -errno;
-        snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+    if (rc == NWB_ENOTREG) {
+        snprintf(errbuf, errlen, "%s: not a regular file", path);
         return rc;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        snprintf(errbuf, errlen, "%s: not a regular file", path);
-        return NWB_EPROTO;
-    }
-    if ((uint64_t)st.st_size >
-        (uint64_t)NWB_NAMESYM_HEADER_SIZE +
-            (uint64_t)NWB_NAMESYM_MAX_ENTRIES * (NWB_NAMESYM_ENTRY_SIZE + NWB_NAMESYM_MAX_STRING)) {
-        close(fd);
+    if (rc == NWB_ETOOBIG) {
         snprintf(errbuf, errlen, "%s: larger than any valid sidecar", path);
-        return NWB_ETOOBIG;
+        return rc;
     }
-    buf = nwb_malloc((size_t)st.st_size + 1);
-    if (buf == NULL) {
-        close(fd);
-        return -ENOMEM;
+    if (rc != 0) {
+        snprintf(errbuf, errlen, "%s: %s", path, strerror((int)-rc));
+        return rc;
     }
-    while (off < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        off += (size_t)n;
-    }
-    close(fd);
-    rc = nwb_namesym_view_open(&v, buf, off, &why, &bad);
+    rc = nwb_namesym_view_open(&v, buf, len, &why, &bad);
     if (rc != 0) {
         snprintf(errbuf, errlen, "%s: invalid sidecar: %s (at byte %zu)", path, why, bad);
     } else {

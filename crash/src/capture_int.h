@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nwb/crash.h"
+#include "nwb/file_io.h"
 #include "nwb/safe_name.h"
 
 /* Defaults (docs/crash.md). */
@@ -84,8 +85,7 @@ void nwb__sw_kv(struct nwb__sw *w, const char *key, const char *value); /* "key=
 void nwb__sw_time(struct nwb__sw *w, uint64_t time_ns);                 /* ISO-8601 UTC, ns */
 int nwb__sw_flush(struct nwb__sw *w);                                   /* AS-safe; 0 or -1 */
 
-/* write(2) all of it, retrying EINTR. AS-safe. 0 or -1. */
-int nwb__crash_write_all(int fd, const void *p, size_t n);
+/* Writing all of a buffer is nwb_write_all() (nwb/file_io.h), which is AS-safe. */
 /* strlen / bounded copy without libc state. AS-safe. */
 size_t nwb__crash_strlen(const char *s);
 size_t nwb__crash_strlcpy(char *dst, const char *src, size_t cap);

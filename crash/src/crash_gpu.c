@@ -46,7 +46,7 @@ static long write_blob(struct nwb__crash_pkg *pkg, const char *file, const void 
         note_error(errs, file, errno);
         return -1;
     }
-    if (nwb__crash_write_all(fd, bytes, keep) != 0) {
+    if (nwb_write_all(fd, bytes, keep) != 0) {
         note_error(errs, file, errno);
         close(fd);
         return -1;

@@ -17,25 +17,19 @@
 
 #include <llhttp.h>
 
+#include "nwb/deadline.h"
 #include "nwb/error.h"
 
 #include "capture_int.h"
 
 #define RESP_HEAD_MAX (64u * 1024u) /* answer bytes read before giving up */
 
-static long long now_ms(void)
+/* What is left of @p deadline for one poll(2), at most a minute; 0 once it has passed. */
+static int left_ms(const nwb_deadline_t *deadline)
 {
-    struct timespec ts;
+    const long long left = nwb_deadline_left_ms(deadline);
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(long long deadline)
-{
-    const long long left = deadline - now_ms();
-
-    return left > 0 ? (int)(left > 60000 ? 60000 : left) : 0;
+    return (int)(left > 60000 ? 60000 : left);
 }
 
 /* "host:port", "[v6]:port". */
@@ -74,7 +68,7 @@ static int split_server(const char *server, char *host, size_t hcap, char *port,
     return 0;
 }
 
-static int wait_fd(int fd, short events, long long deadline)
+static int wait_fd(int fd, short events, const nwb_deadline_t *deadline)
 {
     for (;;) {
         struct pollfd pfd = {fd, events, 0};
@@ -94,7 +88,7 @@ static int wait_fd(int fd, short events, long long deadline)
     }
 }
 
-static int connect_one(const struct addrinfo *ai, long long deadline)
+static int connect_one(const struct addrinfo *ai, const nwb_deadline_t *deadline)
 {
     const int fd =
         socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
@@ -122,7 +116,7 @@ static int connect_one(const struct addrinfo *ai, long long deadline)
     return fd;
 }
 
-static int send_all(int fd, const char *p, size_t n, long long deadline)
+static int send_all(int fd, const char *p, size_t n, const nwb_deadline_t *deadline)
 {
     while (n > 0) {
         const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
@@ -178,7 +172,8 @@ static int on_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
-static int read_answer(int fd, long long deadline, int *status, char *resp, size_t resp_cap)
+static int read_answer(int fd, const nwb_deadline_t *deadline, int *status, char *resp,
+                       size_t resp_cap)
 {
     llhttp_settings_t settings;
     llhttp_t parser;
@@ -228,7 +223,7 @@ static int read_answer(int fd, long long deadline, int *status, char *resp, size
     return 0;
 }
 
-static int send_body(int sock, int body_fd, uint64_t len, long long deadline)
+static int send_body(int sock, int body_fd, uint64_t len, const nwb_deadline_t *deadline)
 {
     char buf[64 * 1024];
 
@@ -256,7 +251,8 @@ int nwb__crash_http_post(const char *server, const char *path, const char *heade
                          uint64_t body_len, unsigned timeout_ms, int *status, char *resp,
                          size_t resp_cap)
 {
-    const long long deadline = now_ms() + timeout_ms;
+    const nwb_deadline_t at = nwb_deadline_in_ms(timeout_ms);
+    const nwb_deadline_t *deadline = &at;
     char host[256], port[16];
     char head[2048];
     struct addrinfo hints, *res = NULL;

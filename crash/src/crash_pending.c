@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nwb/alloc.h"
+#include "nwb/deadline.h"
 #include "nwb/error.h"
 #include "nwb/token.h"
 
@@ -228,7 +229,7 @@ static int recover_partial(const char *pending, const struct item *it,
         rm_tree(path);
         return 1;
     }
-    (void)nwb__crash_write_all(fd, "incomplete=1\n", 13);
+    (void)nwb_write_all(fd, "incomplete=1\n", 13);
     close(fd);
     snprintf(final, sizeof(final), "%.*s", (int)(strlen(path) - 4), path);
     if (rename(path, final) != 0) {
@@ -443,21 +444,17 @@ static void move_to_failed(const nwb_crash_pending_opts_t *o, const char *crash_
 
 static int lock_wait(int fd, int op, unsigned wait_ms)
 {
-    struct timespec t0, t;
+    const nwb_deadline_t deadline = nwb_deadline_in_ms(wait_ms);
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        long long el;
-
         if (flock(fd, op | LOCK_NB) == 0) {
             return 0;
         }
         if (errno != EWOULDBLOCK && errno != EINTR) {
             return -errno;
         }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        el = (long long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-        if (el >= (long long)wait_ms) {
+        /* Expired only once the whole wait has passed (left_ms rounds up). */
+        if (nwb_deadline_expired(&deadline)) {
             return NWB_ETIMEOUT;
         }
         /* flock(2) has no timed form and no fd to poll: retry in short slices. */

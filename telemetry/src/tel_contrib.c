@@ -25,6 +25,9 @@ int nwb__tel_contrib_init(struct nwb_tel_recorder *rec)
 
 void nwb__tel_contrib_destroy(struct nwb_tel_recorder *rec)
 {
+    if (rec == NULL) {
+        return;
+    }
     nwb_free(rec->contribs);
     rec->contribs = NULL;
     rec->ncontribs = 0;
@@ -131,6 +134,9 @@ int nwb__tel_contrib_run(struct nwb_tel_recorder *rec)
 
 void nwb__tel_fg_tables_free(struct nwb_tel_recorder *rec)
 {
+    if (rec == NULL) {
+        return;
+    }
     nwb_free(rec->fg_queues);
     nwb_free(rec->fg_packets);
     nwb_free(rec->fg_passes);

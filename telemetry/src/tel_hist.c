@@ -89,6 +89,9 @@ uint64_t nwb__hist_quantile(const struct nwb__hist *h, double q)
 
 void nwb__hist_cleanup(struct nwb__hist *h)
 {
+    if (h == NULL) {
+        return;
+    }
     nwb_free(h->counts);
     h->counts = NULL;
     h->n = 0;

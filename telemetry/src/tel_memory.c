@@ -53,10 +53,14 @@ int nwb_tel_mem_source_register(nwb_tel_recorder_t *rec, nwb_name_t name, unsign
 
 void nwb_tel_mem_alloc(nwb_tel_mem_source_t *s, uint64_t bytes)
 {
-    const uint64_t used =
-        atomic_fetch_add_explicit(&s->used_bytes, bytes, memory_order_relaxed) + bytes;
-    uint64_t peak = atomic_load_explicit(&s->peak_bytes, memory_order_relaxed);
+    uint64_t used;
+    uint64_t peak;
 
+    if (s == NULL) {
+        return;
+    }
+    used = atomic_fetch_add_explicit(&s->used_bytes, bytes, memory_order_relaxed) + bytes;
+    peak = atomic_load_explicit(&s->peak_bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
     while (used > peak &&
            !atomic_compare_exchange_weak_explicit(&s->peak_bytes, &peak, used, memory_order_relaxed,
@@ -66,8 +70,12 @@ void nwb_tel_mem_alloc(nwb_tel_mem_source_t *s, uint64_t bytes)
 
 void nwb_tel_mem_free(nwb_tel_mem_source_t *s, uint64_t bytes)
 {
-    uint64_t cur = atomic_load_explicit(&s->used_bytes, memory_order_relaxed);
+    uint64_t cur;
 
+    if (s == NULL) {
+        return;
+    }
+    cur = atomic_load_explicit(&s->used_bytes, memory_order_relaxed);
     /* A free larger than what is in use (a caller bug) saturates at 0 instead of wrapping. */
     while (!atomic_compare_exchange_weak_explicit(&s->used_bytes, &cur,
                                                   cur > bytes ? cur - bytes : 0,
@@ -78,11 +86,17 @@ void nwb_tel_mem_free(nwb_tel_mem_source_t *s, uint64_t bytes)
 
 void nwb_tel_mem_set_reserved(nwb_tel_mem_source_t *s, uint64_t bytes)
 {
+    if (s == NULL) {
+        return;
+    }
     atomic_store_explicit(&s->reserved_bytes, bytes, memory_order_relaxed);
 }
 
 void nwb__tel_mem_free_all(struct nwb_tel_recorder *rec)
 {
+    if (rec == NULL) {
+        return;
+    }
     for (uint32_t i = 0; i < rec->nmem; i++) {
         nwb_free(rec->mem[i]);
     }

@@ -125,6 +125,9 @@ int nwb_tel_scope_register(nwb_tel_recorder_t *rec, nwb_name_t name, int type,
 
 void nwb__tel_scopes_free(struct nwb_tel_recorder *rec)
 {
+    if (rec == NULL) {
+        return;
+    }
     nwb_free(rec->scopes);
     nwb_free(rec->scope_index);
     rec->scopes = NULL;

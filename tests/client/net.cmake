@@ -2,7 +2,7 @@
 # output against a scripted loopback responder, the spool files, the probe and
 # launcher (with fake servers and the real nwb-logserver), and the nwb-log tool.
 add_library(nwb_test_responder STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_http_out_responder.c)
-target_link_libraries(nwb_test_responder PUBLIC Threads::Threads)
+target_link_libraries(nwb_test_responder PUBLIC nwb_test_support nwb::common Threads::Threads)
 target_include_directories(nwb_test_responder PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 nwb_target_warnings(nwb_test_responder)
 

@@ -26,6 +26,7 @@
 #include "nwb/safe_name.h"
 
 #include "client_core.h"
+#include "test_support.h"
 
 static int clear_env(void **state)
 {
@@ -282,15 +283,11 @@ static void test_environment_supplies_server_dir_and_token(void **state)
 /* 1 when something accepts TCP connections on 127.0.0.1:7650 right now. */
 static int default_port_answers(void)
 {
-    struct sockaddr_in sa;
+    const struct sockaddr_in sa = nwb_test_loopback(7650);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int ok;
 
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(7650);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    ok = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0;
     close(fd);
     return ok;
 }

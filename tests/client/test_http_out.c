@@ -27,6 +27,7 @@ struct fx {
     struct nwb__stats st;
     struct nwb__out *out;
     struct responder r;
+    int dead_fd; /* holds the port of a responder that starts later (-1: none) */
 };
 
 static int setup(void **state)
@@ -37,6 +38,7 @@ static int setup(void **state)
         free(f);
         return -1;
     }
+    f->dead_fd = -1;
     *state = f;
     return 0;
 }
@@ -49,6 +51,9 @@ static int teardown(void **state)
         f->out->ops->destroy(f->out);
     }
     responder_stop(&f->r);
+    if (f->dead_fd >= 0) {
+        close(f->dead_fd);
+    }
     nwb_test_rmtree(f->dir);
     free(f);
     return 0;
@@ -57,8 +62,9 @@ static int teardown(void **state)
 #define DEF SIZE_MAX
 
 /*
- * Start the responder (port 0: any; -1: no responder, a port nothing listens on) and an
- * output aimed at it, with batch/memory/spool bytes (DEF: the fixture's defaults).
+ * Start the responder (port 0: any; -1: no responder, a port nothing listens on, held until
+ * teardown so that responder_start() can take it later) and an output aimed at it, with
+ * batch/memory/spool bytes (DEF: the fixture's defaults).
  */
 static void start_with(struct fx *f, int port, const char *run, size_t batch, size_t mem,
                        size_t spool)
@@ -70,7 +76,8 @@ static void start_with(struct fx *f, int port, const char *run, size_t batch, si
         assert_int_equal(responder_start(&f->r, port), 0);
         port = f->r.port;
     } else {
-        port = responder_free_port();
+        f->dead_fd = nwb_test_reserve_dead_port(&port);
+        assert_true(f->dead_fd >= 0);
     }
     fx_settings(&f->s, port, f->dir, "nettest", run);
     f->s.batch_bytes = batch != DEF ? batch : f->s.batch_bytes;

@@ -12,41 +12,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "nwb/deadline.h"
 #include "test_http_out_responder.h"
+#include "test_support.h"
 
 /* Requests larger than this are a test bug. */
 #define REQ_MAX (32u * 1024u * 1024u)
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int responder_free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
 
 static void send_all(int fd, const char *p, size_t n, int split)
 {
@@ -294,16 +267,13 @@ int responder_start(struct responder *r, int port)
         r->conns[i].fd = -1;
     }
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    nwb_cond_init_monotonic(&r->cv);
     r->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (r->listen_fd < 0) {
         return -1;
     }
     setsockopt(r->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)port);
+    a = nwb_test_loopback(port);
     if (bind(r->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
         listen(r->listen_fd, 16) != 0 ||
         getsockname(r->listen_fd, (struct sockaddr *)&a, &len) != 0 ||
@@ -359,25 +329,14 @@ void responder_push(struct responder *r, struct resp_action a)
 
 int responder_wait(struct responder *r, size_t n, int timeout_ms)
 {
-    const long long deadline = now_ms() + timeout_ms;
+    const nwb_deadline_t deadline = nwb_deadline_in_ms(timeout_ms);
     int ok;
 
     pthread_mutex_lock(&r->mu);
     while (r->nreq < n) {
-        struct timespec ts;
-        long long left = deadline - now_ms();
-
-        if (left <= 0) {
+        if (nwb_cond_wait_until(&r->cv, &r->mu, &deadline) == ETIMEDOUT) {
             break;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
     }
     ok = r->nreq >= n;
     pthread_mutex_unlock(&r->mu);

@@ -64,7 +64,11 @@ struct responder {
     struct resp_conn conns[RESP_CONN_MAX];
 };
 
-/* Start on 127.0.0.1:@p port (0: any; SO_REUSEADDR). Returns 0 or -1. */
+/*
+ * Start on 127.0.0.1:@p port and set r->port to it. @p port is 0 (any: the usual), or a port
+ * held by nwb_test_reserve_dead_port() for a server that comes up later on a port the client
+ * already knows (the responder binds with SO_REUSEADDR to share it). Returns 0 or -1.
+ */
 int responder_start(struct responder *r, int port);
 
 /* Stop the thread, close everything, free the log. */
@@ -81,8 +85,5 @@ size_t responder_count(struct responder *r);
 
 /* A copy of request @p i (body borrowed; valid until stop). */
 struct resp_request responder_get(struct responder *r, size_t i);
-
-/* A port nothing listens on right now (bound, then closed). */
-int responder_free_port(void);
 
 #endif /* NWB_TEST_HTTP_OUT_RESPONDER_H */

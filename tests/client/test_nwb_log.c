@@ -34,6 +34,7 @@
 struct fx {
     char dir[512];
     struct responder r;
+    int dead_fd; /* a port nothing listens on, held until teardown (-1: none) */
 };
 
 struct run {
@@ -53,6 +54,7 @@ static int setup(void **state)
     unsetenv("NWB_LOGSERVER");
     unsetenv("NWB_LOG_DIR");
     unsetenv("NWB_LOGSERVER_TOKEN");
+    f->dead_fd = -1;
     *state = f;
     return 0;
 }
@@ -62,6 +64,9 @@ static int teardown(void **state)
     struct fx *f = *state;
 
     responder_stop(&f->r);
+    if (f->dead_fd >= 0) {
+        close(f->dead_fd);
+    }
     nwb_test_rmtree(f->dir);
     free(f);
     return 0;
@@ -256,9 +261,12 @@ static void test_nwb_log_spools_when_server_down_and_next_run_delivers(void **st
     struct fx *f = *state;
     struct run res;
     char server[64], spool[600], msgs[256];
-    const int port = responder_free_port();
+    int port;
     int found_old = 0;
 
+    /* Down for the first run; the responder takes the held port for the second. */
+    f->dead_fd = nwb_test_reserve_dead_port(&port);
+    assert_true(f->dead_fd >= 0);
     snprintf(server, sizeof(server), "--logserver=127.0.0.1:%d", port);
     snprintf(spool, sizeof(spool), "%s/spool", f->dir);
     {
@@ -375,6 +383,7 @@ static void test_nwb_log_fails_when_records_are_neither_delivered_nor_spooled(vo
     struct fx *f = *state;
     struct run res;
     char server[64], bad[600];
+    int port;
 
     /* The spool would live under a regular file: it cannot be created. */
     snprintf(bad, sizeof(bad), "%s/file", f->dir);
@@ -384,7 +393,9 @@ static void test_nwb_log_fails_when_records_are_neither_delivered_nor_spooled(vo
         assert_non_null(fp);
         fclose(fp);
     }
-    snprintf(server, sizeof(server), "--logserver=127.0.0.1:%d", responder_free_port());
+    f->dead_fd = nwb_test_reserve_dead_port(&port);
+    assert_true(f->dead_fd >= 0);
+    snprintf(server, sizeof(server), "--logserver=127.0.0.1:%d", port);
     {
         const char *args[] = {server, "--log-dir", bad, "--timeout-ms", "200", "lost", NULL};
 

@@ -18,6 +18,7 @@
 #include "nwb/alloc.h"
 #include "nwb/byte_order.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "test_http_out_fixture.h"
 #include "test_support.h"
 
@@ -298,7 +299,7 @@ static void test_spool_bad_header_is_reported_and_renamed(void **state)
     size_t n = 7;
     int fd;
 
-    assert_int_equal(nwb__mkdir_p(f->spool), 0);
+    assert_int_equal(nwb_mkdir_p(f->spool, 0700), 0);
     snprintf(path, sizeof(path), "%s/game_garbage.000000.spool", f->spool);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);

@@ -109,17 +109,13 @@ static void *normal_run(void *arg)
 /* A non-blocking socket connecting to 127.0.0.1:@p port, or -1. */
 static int connect_nb(int port)
 {
-    struct sockaddr_in sa;
+    const struct sockaddr_in sa = nwb_test_loopback(port);
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
         return -1;
     }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) {
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) {
         close(fd);
         return -1;
     }

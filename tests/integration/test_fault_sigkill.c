@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "itest_common.h"
 
@@ -105,7 +106,7 @@ static void test_fault_sigkill_five_kills_under_load_lose_and_duplicate_nothing(
     const char *env = getenv("NWB_FAULT_SEED");
     uint32_t seed;
     char counts[CLIENTS][600];
-    int port, cut = 0, stop[2];
+    int port, hold, cut = 0, stop[2];
     long long last_kill_at = 0;
 
     (void)state;
@@ -118,8 +119,11 @@ static void test_fault_sigkill_five_kills_under_load_lose_and_duplicate_nothing(
 
     assert_int_equal(nwb_test_tmpdir("fkill", out, sizeof(out)), 0);
     assert_int_equal(nwb_test_tmpdir("fkillc", cdir, sizeof(cdir)), 0);
-    assert_int_equal(nwb_test_server_start(&srv, NULL, out, 0, NULL), 0);
-    port = srv.port;
+    /* The port stays held between a kill and the restart, so no parallel test takes it. */
+    hold = nwb_test_reserve_dead_port(&port);
+    assert_true(hold >= 0);
+    assert_int_equal(nwb_test_server_start(&srv, NULL, out, port, NULL), 0);
+    assert_int_equal(srv.port, port);
     assert_int_equal(pipe2(stop, O_CLOEXEC), 0);
     for (int i = 0; i < CLIENTS; i++) {
         snprintf(counts[i], sizeof(counts[i]), "%s/%s.count", cdir, programs[i]);
@@ -193,6 +197,7 @@ static void test_fault_sigkill_five_kills_under_load_lose_and_duplicate_nothing(
         fprintf(stderr, "fault_sigkill: %d partial batches were cut off at restarts\n", cut);
     }
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    close(hold);
     nwb_test_rmtree(out);
     nwb_test_rmtree(cdir);
 }

@@ -16,6 +16,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "itest_common.h"
 
@@ -29,13 +30,15 @@ static void test_fault_spool_exit_while_down_is_delivered_by_next_run(void **sta
     struct itest_child first, second;
     struct nwb_test_server srv;
     char out[512], cdir[512], spool[600];
-    const int port = nwb_test_free_port();
+    int port;
+    /* Held to the end: refused while down, then taken over by the server (SO_REUSEADDR). */
+    const int dead = nwb_test_reserve_dead_port(&port);
     long long t0;
     pid_t pid;
     int left;
 
     (void)state;
-    assert_true(port > 0);
+    assert_true(dead >= 0);
     assert_int_equal(nwb_test_tmpdir("fspool", out, sizeof(out)), 0);
     assert_int_equal(nwb_test_tmpdir("fspoolc", cdir, sizeof(cdir)), 0);
     snprintf(spool, sizeof(spool), "%s/spool", cdir);
@@ -83,6 +86,7 @@ static void test_fault_spool_exit_while_down_is_delivered_by_next_run(void **sta
     assert_int_equal(itest_check_log(out, "spooler", "spool-run-3", 1, SECOND_LINES), 0);
     assert_int_equal(left, 0);
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    close(dead);
     nwb_test_rmtree(out);
     nwb_test_rmtree(cdir);
 }

@@ -2,6 +2,8 @@
 /*
  * test_late_server.c - the server is down when the client starts and comes
  * up later on the configured port: everything logged meanwhile arrives, once.
+ * The port is held by nwb_test_reserve_dead_port() throughout, so it is never
+ * free for another test to take.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,10 +34,13 @@ static void test_late_server_lines_logged_before_it_starts_all_arrive(void **sta
     nwb_client_stats_t st;
     char run[17];
     char *text;
-    const int port = nwb_test_free_port();
+    int port;
+    /* Held from here to the end: nothing listens until the server takes it over, and no
+     * parallel test can be given the port meanwhile. */
+    const int dead = nwb_test_reserve_dead_port(&port);
 
     (void)state;
-    assert_true(port > 0);
+    assert_true(dead >= 0);
     assert_int_equal(nwb_test_tmpdir("late", out, sizeof(out)), 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     cfg.program = "itest";
@@ -70,6 +75,7 @@ static void test_late_server_lines_logged_before_it_starts_all_arrive(void **sta
     assert_int_equal(itest_check_numbered(text, 1, LINES), 0);
     free(text);
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    close(dead);
     nwb_test_rmtree(out);
 }
 

@@ -86,8 +86,13 @@ static nwb_client_t *launch_client(const char *out, char *addr, size_t addrlen, 
     nwb_client_config_t cfg = NWB_CLIENT_CONFIG_INIT;
     nwb_client_t *client = NULL;
     char configured[64], err[256];
+    int port;
+    /* The configured address refuses (nothing listens there) while the client probes it;
+     * the client then launches a server of its own on another port. */
+    const int dead = nwb_test_reserve_dead_port(&port);
 
-    snprintf(configured, sizeof(configured), "127.0.0.1:%d", nwb_test_free_port());
+    assert_true(dead >= 0);
+    snprintf(configured, sizeof(configured), "127.0.0.1:%d", port);
     cfg.program = "launched";
     cfg.mode = NWB_CLIENT_MODE_SERVER;
     cfg.server = configured;
@@ -100,6 +105,7 @@ static nwb_client_t *launch_client(const char *out, char *addr, size_t addrlen, 
     snprintf(addr, addrlen, "%s", nwb_client_server(client));
     assert_string_not_equal(addr, configured); /* the launched server's own port */
     assert_true(answers(addr));
+    close(dead);
     return client;
 }
 

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "itest_common.h"
 #include "nwb/client.h"
@@ -79,11 +80,14 @@ static void test_server_restart_sigkill_midstream_loses_and_duplicates_nothing(v
     char run[17];
     char *text;
     int port, status;
+    /* The port stays held between a kill and the restart, so no parallel test takes it. */
+    const int hold = nwb_test_reserve_dead_port(&port);
 
     (void)state;
+    assert_true(hold >= 0);
     assert_int_equal(nwb_test_tmpdir("restart", out, sizeof(out)), 0);
-    assert_int_equal(nwb_test_server_start(&srv, NULL, out, 0, NULL), 0);
-    port = srv.port;
+    assert_int_equal(nwb_test_server_start(&srv, NULL, out, port, NULL), 0);
+    assert_int_equal(srv.port, port);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     cfg.program = "itest";
     cfg.mode = NWB_CLIENT_MODE_SERVER;
@@ -120,6 +124,7 @@ static void test_server_restart_sigkill_midstream_loses_and_duplicates_nothing(v
     assert_int_equal(itest_check_numbered(text, THREADS, PER_THREAD), 0);
     free(text);
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    close(hold);
     nwb_test_rmtree(out);
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nwb/file_io.h"
 #include "test_support.h"
 
 #ifndef NWB_TEST_SERVER_EXE
@@ -270,30 +271,43 @@ size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap
     return used;
 }
 
-int nwb_test_free_port(void)
+struct sockaddr_in nwb_test_loopback(int port)
 {
     struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int port = -1;
 
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return sa;
+}
+
+int nwb_test_reserve_dead_port(int *port)
+{
+    struct sockaddr_in sa = nwb_test_loopback(0);
+    socklen_t len = sizeof(sa);
+    const int one = 1;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    *port = -1;
     if (fd < 0) {
         return -1;
     }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-        port = ntohs(sa.sin_port);
+    /* SO_REUSEADDR only after the bind: the port is chosen as for any other socket, and the
+     * flag lets a server that asks for it as well share the port later. */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+        close(fd);
+        return -1;
     }
-    close(fd);
-    return port;
+    *port = ntohs(sa.sin_port);
+    return fd;
 }
 
 int nwb_test_connect(int port)
 {
-    struct sockaddr_in sa;
+    const struct sockaddr_in sa = nwb_test_loopback(port);
     struct timeval tv = {10, 0};
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -301,14 +315,10 @@ int nwb_test_connect(int port)
     if (fd < 0) {
         return -1;
     }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
         close(fd);
         return -1;
     }
@@ -441,19 +451,13 @@ int nwb_test_wait_closed(int fd, int timeout_ms)
 int nwb_test_write_file(const char *path, const void *data, size_t len, unsigned mode)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t off = 0;
 
     if (fd < 0) {
         return -1;
     }
-    while (off < len) {
-        const ssize_t n = write(fd, (const char *)data + off, len - off);
-
-        if (n <= 0) {
-            close(fd);
-            return -1;
-        }
-        off += (size_t)n;
+    if (nwb_write_all(fd, data, len) != 0) {
+        close(fd);
+        return -1;
     }
     if (close(fd) != 0 || chmod(path, (mode_t)mode) != 0) {
         return -1;

@@ -8,6 +8,7 @@
 #ifndef NWB_TEST_SUPPORT_H
 #define NWB_TEST_SUPPORT_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,7 +28,8 @@ void nwb_test_rmtree(const char *path);
 
 /*
  * Start nwb-logserver (NWB_TEST_SERVER_EXE unless @p exe) with
- * --port @p port (0 for any) --out @p out_dir and the NULL-terminated
+ * --port @p port (0 for any: the usual; else a port held by
+ * nwb_test_reserve_dead_port()) --out @p out_dir and the NULL-terminated
  * @p extra arguments; wait up to 10 s for "listening on http://HOST:PORT".
  * Returns 0 with @p srv filled, or -1 (the process is reaped).
  */
@@ -41,8 +43,23 @@ int nwb_test_server_stop(struct nwb_test_server *srv, int sig, int timeout_ms);
 /* Read whatever the server wrote on stderr so far (NUL-terminated, truncated to @p cap). */
 size_t nwb_test_server_stderr(struct nwb_test_server *srv, char *buf, size_t cap);
 
-/* A loopback port nobody listens on right now (bound, read back, released), or -1. */
-int nwb_test_free_port(void);
+/*
+ * A loopback port where nothing listens, held for as long as the returned socket is open:
+ * bound to 127.0.0.1 and never listening, so a connect is refused at once, and the kernel
+ * gives the port to no other socket meanwhile (neither to a bind of port 0 nor to a connect).
+ * A released port number could be taken by a parallel test before it is used (ctest -j).
+ *
+ * The socket has SO_REUSEADDR, so a server that binds with SO_REUSEADDR too can still bind
+ * and listen on the held port later: libuv's uv_tcp_bind (nwb-logserver) always sets it, and
+ * so does the client tests' responder. That is how a test has a server come up later on a
+ * port the client already knows, or restarts one on the same port, with no moment where the
+ * port is free. Returns the socket (close it at the end of the test) with the port in
+ * @p *port, or -1.
+ */
+int nwb_test_reserve_dead_port(int *port);
+
+/* The address 127.0.0.1:@p port (0: any, for a bind). */
+struct sockaddr_in nwb_test_loopback(int port);
 
 /* Connect to 127.0.0.1:@p port (blocking socket with 10 s send/recv timeouts). Returns fd or -1. */
 int nwb_test_connect(int port);

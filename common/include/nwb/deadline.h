@@ -16,7 +16,7 @@ typedef struct nwb_deadline {
     struct timespec at;
 } nwb_deadline_t;
 
-/** Nanoseconds on CLOCK_MONOTONIC. */
+/** Nanoseconds on CLOCK_MONOTONIC: the same clock and value as nwb_time_mono_ns(). */
 NWB_API uint64_t nwb_monotonic_ns(void);
 
 /** The deadline @p ms milliseconds from now (negative counts as 0). */

@@ -22,7 +22,8 @@ NWB_API int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at);
 /**
  * Read the whole regular file @p path (relative to @p dirfd, or AT_FDCWD) into a nwb_malloc'd
  * buffer with one NUL byte after the data (not counted in @p *len). The file is opened
- * O_NONBLOCK, so a FIFO never hangs the read; symlinks are followed.
+ * O_NONBLOCK, so a FIFO never hangs the read; symlinks are followed. The size read is the one
+ * fstat(2) gives: a file that reports no size (/proc, /sys) reads as empty.
  * Returns 0, NWB_ENOTREG (not a regular file), NWB_ETOOBIG (larger than @p max bytes),
  * -ENOMEM, or the negative errno of open/fstat/read. A file that shrinks while it is read
  * gives what was there. On failure @p *out is NULL and @p *len 0.

@@ -9,9 +9,11 @@
  * byte becomes U+FFFD), so text from clients can never break the document.
  *
  * Nesting is tracked: a key outside an object, a value in an object without its key, a close
- * that does not match its open, or a document finished with levels still open is a bug in the
- * caller. Debug builds stop on it (assert); other builds turn it into the sticky error
- * NWB_EPROTO. Errors are sticky: the first is kept and later calls do nothing.
+ * that does not match its open, a second top-level value, or a document finished empty or
+ * with levels still open is a bug in the caller. Debug builds stop on it (abort, with the
+ * reason on stderr); NDEBUG builds turn it into the sticky error NWB_EPROTO. Nesting deeper
+ * than NWB_JSON_DEPTH_MAX is NWB_ETOOBIG, the buffer's cap NWB_ETOOBIG, a failed write -EIO.
+ * Errors are sticky: the first is kept in @c err and every later call does nothing.
  */
 #ifndef NWB_JSON_H
 #define NWB_JSON_H
@@ -28,11 +30,13 @@ typedef struct nwb_json {
     int err;
     int depth;
     int after_key;
+    int top_done; /* the one top-level value has begun */
     uint8_t has_item[NWB_JSON_DEPTH_MAX];
     uint8_t is_object[NWB_JSON_DEPTH_MAX];
 } nwb_json_t;
 
-/** Start a document in @p buf (appended to), streamed to @p out when it is not NULL. */
+/** Start a document in @p buf (appended to), streamed to @p out when it is not NULL. Streaming,
+ * a string longer than the buffer's cap is written out in pieces. */
 NWB_API void nwb_json_init(nwb_json_t *j, nwb_buf_t *buf, FILE *out);
 NWB_API void nwb_json_obj_begin(nwb_json_t *j);
 NWB_API void nwb_json_obj_end(nwb_json_t *j);

@@ -54,6 +54,7 @@ NWB_API int nwb_namesym_builder_serialize(nwb_namesym_builder_t *b, const char *
 /** Write atomically to @p path (temporary file in the same folder, fsync, rename). */
 NWB_API int nwb_namesym_builder_write(nwb_namesym_builder_t *b, const char *build_id,
                                       const char *path, char *errbuf, size_t errlen);
+/** Free the entries; the builder is empty and reusable. NULL-safe, idempotent. */
 NWB_API void nwb_namesym_builder_cleanup(nwb_namesym_builder_t *b);
 
 /** A validated sidecar image (borrows the bytes). */
@@ -103,6 +104,7 @@ typedef void (*nwb_namesym_collision_fn)(void *ctx, nwb_name_t hash, const char 
                                          const char *dropped_source);
 
 NWB_API int nwb_namesym_table_create(nwb_namesym_table_t **out);
+/** Free the table and every string in it. NULL-safe. */
 NWB_API void nwb_namesym_table_destroy(nwb_namesym_table_t *t);
 
 /**

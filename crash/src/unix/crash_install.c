@@ -41,30 +41,6 @@ static const char *pick(const char *given, const char *env, const char *fallback
     return e != NULL && e[0] != '\0' ? e : fallback;
 }
 
-/* mkdir -p for an absolute path. 0 or a negated errno. */
-static int make_dirs(const char *path)
-{
-    char tmp[NWB_CRASH_PATH_MAX + 16];
-    const size_t n = strlen(path);
-
-    if (n == 0 || n >= sizeof(tmp)) {
-        return NWB_ECONFIG;
-    }
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            const char c = tmp[i];
-
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-                return -errno;
-            }
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 static int absolute_path(const char *in, char *out, size_t cap)
 {
     int n;
@@ -272,7 +248,7 @@ int nwb_crash_install(const nwb_crash_config_t *cfg_in)
             (int)sizeof(g->upload_log)) {
         return NWB_ECONFIG; /* the crash folder's path is too long */
     }
-    err = make_dirs(g->pending_dir);
+    err = nwb_mkdir_p(g->pending_dir, 0700); /* crash packages are private */
     if (err != 0) {
         return err;
     }

@@ -182,7 +182,7 @@ void nwb__crash_modules_load(int maps_fd)
                 k = NWB_CRASH_MAPS_MAX - copied;
                 cut = 1;
             }
-            if (nwb__crash_write_all(maps_fd, buf, k) != 0) {
+            if (nwb_write_all(maps_fd, buf, k) != 0) {
                 cut = 1;
             }
             copied += k;
@@ -200,7 +200,7 @@ void nwb__crash_modules_load(int maps_fd)
         parse_line(line, line_len);
     }
     if (cut && maps_fd >= 0) {
-        (void)nwb__crash_write_all(maps_fd, "[truncated]\n", 12);
+        (void)nwb_write_all(maps_fd, "[truncated]\n", 12);
     }
     close(fd);
 }

@@ -5,7 +5,6 @@
  * formatting without stdio or locale, and signal / si_code names.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -14,25 +13,6 @@
 #include "../capture_int.h"
 
 static const char truncated_mark[] = "\n[truncated]\n";
-
-int nwb__crash_write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-
-    while (n > 0) {
-        const ssize_t k = write(fd, c, n);
-
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k <= 0) {
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 size_t nwb__crash_strlen(const char *s)
 {
@@ -71,7 +51,7 @@ void nwb__sw_init(struct nwb__sw *w, int fd, size_t limit)
 
 static void sw_drain(struct nwb__sw *w)
 {
-    if (w->used > 0 && !w->err && nwb__crash_write_all(w->fd, w->buf, w->used) != 0) {
+    if (w->used > 0 && !w->err && nwb_write_all(w->fd, w->buf, w->used) != 0) {
         w->err = 1;
     }
     w->used = 0;
@@ -280,7 +260,7 @@ int nwb__sw_flush(struct nwb__sw *w)
     const int cut = w->cut;
 
     sw_drain(w);
-    if (cut && !w->err && nwb__crash_write_all(w->fd, truncated_mark, sizeof(truncated_mark) - 1)) {
+    if (cut && !w->err && nwb_write_all(w->fd, truncated_mark, sizeof(truncated_mark) - 1)) {
         w->err = 1;
     }
     w->cut = 0;

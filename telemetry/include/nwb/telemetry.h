@@ -241,7 +241,7 @@ typedef struct nwb_tel_mem_source nwb_tel_mem_source_t; /* opaque */
  */
 NWB_API int nwb_tel_mem_source_register(nwb_tel_recorder_t *rec, nwb_name_t name, unsigned source,
                                         unsigned peak_basis, nwb_tel_mem_source_t **out);
-/** Any thread. */
+/** Any thread. A NULL @p s (a registration that failed) is a no-op, so the game goes on. */
 NWB_API void nwb_tel_mem_alloc(nwb_tel_mem_source_t *s, uint64_t bytes);
 NWB_API void nwb_tel_mem_free(nwb_tel_mem_source_t *s, uint64_t bytes);
 NWB_API void nwb_tel_mem_set_reserved(nwb_tel_mem_source_t *s, uint64_t bytes);
