@@ -11,12 +11,11 @@
 #include "nwb/error.h"
 #include "nwb/file_io.h"
 
-int nwb_write_all(int fd, const void *p, size_t n)
+/* write(2) when @p at is negative, else pwrite(2) at @p at, until all @p n bytes are out. */
+static int write_loop(int fd, const char *c, size_t n, off_t at)
 {
-    const char *c = p;
-
     while (n > 0) {
-        const ssize_t w = write(fd, c, n);
+        const ssize_t w = at < 0 ? write(fd, c, n) : pwrite(fd, c, n, at);
 
         if (w < 0) {
             if (errno == EINTR) {
@@ -29,31 +28,24 @@ int nwb_write_all(int fd, const void *p, size_t n)
         }
         c += w;
         n -= (size_t)w;
+        if (at >= 0) {
+            at += w;
+        }
     }
     return 0;
 }
 
+int nwb_write_all(int fd, const void *p, size_t n)
+{
+    return write_loop(fd, p, n, -1);
+}
+
 int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at)
 {
-    const char *c = p;
-
-    while (n > 0) {
-        const ssize_t w = pwrite(fd, c, n, at);
-
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -errno;
-        }
-        if (w == 0) {
-            return -EIO;
-        }
-        c += w;
-        n -= (size_t)w;
-        at += w;
+    if (at < 0) {
+        return -EINVAL;
     }
-    return 0;
+    return write_loop(fd, p, n, at);
 }
 
 int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, size_t *len)

@@ -178,22 +178,8 @@ int crash_symbolise(const char *crash_txt, const char *module, char *out, size_t
 
 int crash_closed_port(int *fd)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
+    int port = -1;
 
-    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (*fd < 0) {
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    /* Bound but never listening: connecting is refused, and no one else gets the port. */
-    if (bind(*fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        getsockname(*fd, (struct sockaddr *)&sa, &len) != 0) {
-        close(*fd);
-        *fd = -1;
-        return -1;
-    }
-    return ntohs(sa.sin_port);
+    *fd = nwb_test_reserve_dead_port(&port);
+    return *fd < 0 ? -1 : port;
 }

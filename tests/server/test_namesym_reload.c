@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nwb/deadline.h"
+
 #include "namesym_test_util.h"
 #include "server_test_util.h"
 
@@ -72,7 +74,7 @@ static int setup(void **state)
     nsu_token("alpha", f->a);
     nsu_token("beta", f->b);
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
+    assert_int_equal(nwb_cond_init_monotonic(&f->cv), 0);
     {
         const char *const extra[] = {"--namesym-dir", f->syms, NULL};
 
@@ -180,15 +182,9 @@ static void wait_acked(struct fx *f, const int *min)
             fail_msg("the senders did not make progress");
         }
         {
-            struct timespec ts;
+            const nwb_deadline_t tick = nwb_deadline_in_ms(100);
 
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100 * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+            nwb_cond_wait_until(&f->cv, &f->mu, &tick);
         }
     }
     pthread_mutex_unlock(&f->mu);

@@ -16,7 +16,8 @@
  */
 NWB_API int nwb_write_all(int fd, const void *p, size_t n);
 
-/** The same at file offset @p at (pwrite(2)); the file offset is not moved. */
+/** The same at file offset @p at (pwrite(2)); the file offset is not moved. -EINVAL when
+ * @p at is negative. */
 NWB_API int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at);
 
 /**
