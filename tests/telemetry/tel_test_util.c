@@ -101,6 +101,24 @@ char *tel_json_take(nwb_buf_t *json, size_t *bad)
     return s;
 }
 
+char *tel_built_report(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro)
+{
+    nwb_buf_t json;
+    size_t bad = 0;
+    char *s;
+
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    if (nwb_tel_report_build(d, len, ro, &json, NULL) != 0) {
+        nwb_buf_cleanup(&json);
+        fail_msg("the report could not be built");
+    }
+    s = tel_json_take(&json, &bad);
+    if (s == NULL) {
+        fail_msg("the report is not valid JSON at %zu", bad);
+    }
+    return s;
+}
+
 struct seg_offsets {
     size_t *out;
     size_t cap;

@@ -33,6 +33,10 @@ void tel_put_header(nwb_buf_t *b, uint64_t seq);
  */
 char *tel_json_take(nwb_buf_t *json, size_t *bad);
 
+/* nwb_tel_report_build() of @p d as a strict-JSON string (malloc'd); the test fails (cmocka)
+ * when it cannot be built or is not strict JSON. */
+char *tel_built_report(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro);
+
 /* Fail the test (cmocka) unless @p needle is in @p json, showing the start of @p json. */
 void tel_expect(const char *json, const char *needle);
 

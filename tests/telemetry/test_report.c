@@ -26,18 +26,7 @@
 
 static char *report(const nwb_buf_t *stream, const nwb_tel_report_options_t *ro)
 {
-    nwb_tel_decode_result_t res;
-    nwb_buf_t json;
-    size_t bad = 0;
-    char *s;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(stream->data, stream->len, ro, &json, &res), 0);
-    s = tel_json_take(&json, &bad);
-    if (s == NULL) {
-        fail_msg("report is not valid JSON at %zu", bad);
-    }
-    return s;
+    return tel_built_report(stream->data, stream->len, ro);
 }
 
 static void perf_frame(nwb_buf_t *b, uint64_t frame, uint64_t dur_ns,

@@ -40,20 +40,7 @@ static nwb_namesym_table_t *load_names(const char *file)
     return names;
 }
 
-/* The whole-stream report of @p d, as a NUL-terminated malloc'd string. */
-static char *built(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro)
-{
-    nwb_buf_t json;
-    char *s;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(d, len, ro, &json, NULL), 0);
-    s = tel_json_take(&json, NULL);
-    assert_non_null(s);
-    return s;
-}
-
-/* The state's report, the same way. */
+/* The state's report as a strict-JSON string (malloc'd). */
 static char *state_json(const nwb_tel_report_state_t *s, const nwb_tel_report_options_t *ro)
 {
     nwb_buf_t json;
@@ -98,7 +85,7 @@ static void splits_equal_build(const char *stream_file, const char *names_file)
 
     assert_non_null(d);
     ro.names = names;
-    whole = built(d, len, &ro);
+    whole = tel_built_report(d, len, &ro);
     nseg = tel_segment_offsets(d, len, seg, MAX_SEGMENTS);
     assert_true(nseg >= 3);
     /* Every split into whole segments: each subset of the boundaries (the first is 0), plain
@@ -155,7 +142,7 @@ static void splits_equal_build(const char *stream_file, const char *names_file)
         assert_non_null(twice);
         memcpy(twice, d, len);
         memcpy(twice + len, d, len);
-        whole = built(twice, 2 * len, &ro);
+        whole = tel_built_report(twice, 2 * len, &ro);
         for (size_t i = 0; i < nseg; i++) {
             cuts[i] = seg[i];
             cuts[nseg + i] = len + seg[i];
@@ -312,7 +299,7 @@ static void test_report_state_atomic_feed_of_bad_bytes_changes_nothing(void **st
     assert_int_equal(fr.applied, 1);
     assert_int_equal(nwb_buf_append(&all, good.data, good.len), 0);
     assert_int_equal(nwb_buf_append(&all, bad.data, bad.len), 0);
-    whole = built(all.data, all.len, NULL);
+    whole = tel_built_report(all.data, all.len, NULL);
     after = state_json(s, NULL);
     same_json(after, whole);
     nwb_tel_report_state_decode_result(s, &dr);
@@ -479,7 +466,7 @@ static void test_report_state_memory_series_keep_extremes_in_fixed_points(void *
         rec.peak_bytes = rec.used_bytes > rec.peak_bytes ? rec.used_bytes : rec.peak_bytes;
         assert_int_equal(nwb_tel_encode_memory(&b, f, f, &rec, 1, 0, f), 0);
     }
-    json = built(b.data, b.len, NULL);
+    json = tel_built_report(b.data, b.len, NULL);
     p = strstr(json, "\"arenas\":[{");
     assert_non_null(p);
     p = strstr(p, "\"series\":{\"samplesPerPoint\":8,\"points\":[");

@@ -114,18 +114,6 @@ static char *file_report(const char *path, int *rc_out, uint64_t *pieces)
     return out;
 }
 
-static char *bytes_report(const uint8_t *d, size_t len)
-{
-    nwb_buf_t json;
-    char *out;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(d, len, NULL, &json, NULL), 0);
-    out = tel_json_take(&json, NULL);
-    assert_non_null(out);
-    return out;
-}
-
 static void test_stream_file_zst_and_raw_report_as_the_bytes(void **state)
 {
     struct fx *f = *state;
@@ -142,7 +130,7 @@ static void test_stream_file_zst_and_raw_report_as_the_bytes(void **state)
 
     (void)state;
     assert_non_null(d);
-    want = bytes_report(d, len);
+    want = tel_built_report(d, len, NULL);
     nseg = zst_of(d, len, &z, NULL);
     assert_int_equal(tel_write_file(f->path, z.data, z.len), 0);
     assert_int_equal(nwb_tel_file_reader_open(f->path, &r), 0);
@@ -228,7 +216,7 @@ static void test_stream_file_damaged_raw_file_reports_as_a_whole_decode(void **s
             }
         }
         assert_int_equal(tel_write_file(path, work, n), 0);
-        want = bytes_report(work, n);
+        want = tel_built_report(work, n, NULL);
         got = file_report(path, &rc, NULL);
         assert_int_equal(rc, 0);
         if (strcmp(got, want) != 0) {
@@ -261,7 +249,7 @@ static void test_stream_file_bad_zstd_frames_are_clear_errors(void **state)
     assert_true(nseg >= 3);
     zst_of(d, len, &z, at);
     /* The frames before a broken one are reported, then the error is the report's. */
-    want = bytes_report(d, seg[nseg - 1]);
+    want = tel_built_report(d, seg[nseg - 1], NULL);
 
     /* A torn tail: the last frame cut short. */
     assert_int_equal(tel_write_file(f->path, z.data, z.len - 5), 0);
