@@ -210,6 +210,9 @@ struct nwb__route {
 /* The route for @p path (query string ignored), or NULL. */
 const struct nwb__route *nwb__router_match(const char *path, size_t len);
 
+/* 1 when @p route is answered without --token-file's bearer check (the viewer's page). */
+int nwb__router_route_is_public(const struct nwb__route *route);
+
 /* The route's method bit for llhttp @p method, or 0 when no route takes it. */
 unsigned nwb__router_method_bit(unsigned method);
 
