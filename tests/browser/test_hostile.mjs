@@ -8,17 +8,16 @@
 // Nothing runs, no element comes of them, nothing is fetched, no CSP violation.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import {
-    launchBrowser,
     newPage,
     requireChromium,
     screenshot,
-    startServer,
     textOf,
     textWhen,
     uploadCrash,
+    useServerAndBrowser,
 } from './lib/harness.mjs';
 
 requireChromium();
@@ -29,14 +28,10 @@ const SIGNAL = '<b onmouseover="window.__nwbPwned=3">SIGSEGV</b>';
 const FILE = '<svg onload=window.__nwbPwned=4>.txt';
 const REASON = '<iframe src="javascript:window.__nwbPwned=5"></iframe>';
 
-let server;
-let browser;
 let crashId;
 let invalidId;
 
-before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
+const ctx = useServerAndBrowser([], async ({ server }) => {
     crashId = await uploadCrash(server, {
         manifest: { kind: 'signal', program: PROGRAM, run: RUN, signal: SIGNAL },
         files: { 'crash.txt': 'SIGSEGV\n', [FILE]: 'x' },
@@ -47,11 +42,6 @@ before(async () => {
         headers: { 'X-NWB-Program': PROGRAM, 'X-NWB-Run': RUN },
         status: 'invalid',
     });
-});
-
-after(async () => {
-    await browser?.close();
-    await server?.stop();
 });
 
 async function assertNothingRan(page, seen) {
@@ -67,6 +57,7 @@ async function assertNothingRan(page, seen) {
 }
 
 test('what the real server says about hostile uploads shows as text', async () => {
+    const { server, browser } = ctx;
     const { page, seen, context } = await newPage(browser);
     const crash = await (await fetch(`${server.url}/v1/crashes/${crashId}`)).json();
     const invalid = await (await fetch(`${server.url}/v1/crashes/${invalidId}`)).json();
@@ -93,6 +84,7 @@ test('what the real server says about hostile uploads shows as text', async () =
 });
 
 test('hostile strings in every field the views show are text', async () => {
+    const { server, browser } = ctx;
     const { page, seen, context } = await newPage(browser);
     const id = '0123456789abcdef0123456789abcdef';
     const hostileCrash = {

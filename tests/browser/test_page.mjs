@@ -2,31 +2,27 @@
 // the real nwb-logserver: the page and its assets carry the security headers; every view
 // (#/runs, #/crashes, a crash, a run's log, a frame, an unknown place) renders with no console
 // error, no uncaught exception and no CSP violation (uPlot included); links, back and forward
-// move between views. A screenshot of each view goes to the build folder.
+// move between views; the event stream is read through fetch() with the token and resumes
+// with Last-Event-ID. A screenshot of each view goes to the build folder.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import {
-    launchBrowser,
     newPage,
     requireChromium,
     screenshot,
-    startServer,
     textOf,
     textWhen,
     uploadCrash,
+    useServerAndBrowser,
 } from './lib/harness.mjs';
 
 requireChromium();
 
-let server;
-let browser;
 let crashId;
 
-before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
+const ctx = useServerAndBrowser([], async ({ server }) => {
     crashId = await uploadCrash(server, {
         manifest: {
             kind: 'signal',
@@ -39,12 +35,8 @@ before(async () => {
     });
 });
 
-after(async () => {
-    await browser?.close();
-    await server?.stop();
-});
-
 test('the page, its assets and the API answer with the security headers', async () => {
+    const { server } = ctx;
     const types = {
         '/': 'text/html; charset=utf-8',
         '/assets/main.js': 'text/javascript; charset=utf-8',
@@ -71,6 +63,7 @@ test('the page, its assets and the API answer with the security headers', async 
 });
 
 test('every view renders with no console error and no CSP violation', async () => {
+    const { server, browser } = ctx;
     const { page, seen, context } = await newPage(browser);
     const views = [
         ['runs', '#/runs', '#runs-crashed-table'],
@@ -100,6 +93,7 @@ test('every view renders with no console error and no CSP violation', async () =
 });
 
 test('links, back and forward move between views', async () => {
+    const { server, browser } = ctx;
     const { page, seen, context } = await newPage(browser);
     const view = () => page.getAttribute('main', 'data-view');
     await page.goto(`${server.url}/`);
@@ -127,6 +121,70 @@ test('links, back and forward move between views', async () => {
     await page.fill('#crash-filter', 'demo');
     await page.waitForSelector('#crash-table');
     assert.deepEqual(seen.errors, []);
+    assert.deepEqual(await seen.cspNow(), []);
+    await context.close();
+});
+
+test('the event stream is read through fetch with the token and resumes with Last-Event-ID', async () => {
+    const { server, browser } = ctx;
+    const { page, seen, context } = await newPage(browser);
+    const token = 'page-token-0123456789abcdef';
+    const asked = [];
+    // Until the server has GET /v1/events, the stream comes from page.route: two answers that
+    // end (as a dropped connection would), then a 404 that ends following.
+    await page.route('**/v1/events', (route) => {
+        const h = route.request().headers();
+        asked.push({ auth: h.authorization || '', last: h['last-event-id'] || '', accept: h.accept || '' });
+        const answers = [
+            'retry: 10\n: keep-alive\nid: 5\nevent: run\ndata: {"n":1}\n\n',
+            'id: 6\r\ndata: two\r\ndata: lines\r\n\r\n',
+        ];
+        if (asked.length <= answers.length) {
+            return route.fulfill({
+                status: 200,
+                contentType: 'text/event-stream',
+                body: answers[asked.length - 1],
+            });
+        }
+        return route.fulfill({
+            status: 404,
+            contentType: 'text/plain; charset=utf-8',
+            body: 'no such endpoint\n',
+        });
+    });
+    await page.goto(`${server.url}/#/runs`);
+    await page.waitForSelector('#runs-crashed-table');
+    const got = await page.evaluate(async (t) => {
+        sessionStorage.setItem('nwb.viewer.token', t);
+        const { followEvents } = await import('/assets/api.js');
+        return new Promise((resolve) => {
+            const events = [];
+            const states = [];
+            followEvents('/v1/events', {
+                onEvent: (e) => events.push(e),
+                onState: (s, detail) => {
+                    states.push(detail?.status ? `${s}:${detail.status}` : s);
+                    if (s === 'closed') {
+                        resolve({ events, states });
+                    }
+                },
+            });
+        });
+    }, token);
+    assert.deepEqual(got.events, [
+        { type: 'run', data: '{"n":1}', lastEventId: '5' },
+        { type: 'message', data: 'two\nlines', lastEventId: '6' },
+    ]);
+    assert.deepEqual(got.states, ['open', 'reconnecting', 'open', 'reconnecting', 'closed:404']);
+    assert.deepEqual(
+        asked.map((a) => a.last),
+        ['', '5', '6'],
+    );
+    assert.ok(asked.every((a) => a.auth === `Bearer ${token}` && a.accept === 'text/event-stream'));
+    assert.deepEqual(
+        seen.errors.filter((e) => !/status of 404/.test(e)),
+        [],
+    );
     assert.deepEqual(await seen.cspNow(), []);
     await context.close();
 });

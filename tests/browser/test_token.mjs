@@ -9,16 +9,15 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 
 import {
-    launchBrowser,
     newPage,
     requireChromium,
     screenshot,
-    startServer,
     textWhen,
     waitFor,
+    useServerAndBrowser,
 } from './lib/harness.mjs';
 
 requireChromium();
@@ -26,26 +25,16 @@ requireChromium();
 const TOKEN = 'browser-token-0123456789-ABCDEF';
 const WRONG = 'browser-token-0123456789-abcdeX';
 
-let server;
-let browser;
-let tokenDir;
+const tokenDir = mkdtempSync(path.join(process.env.TMPDIR || tmpdir(), 'nwb-token-'));
+const tokenFile = path.join(tokenDir, 'token');
+writeFileSync(tokenFile, `${TOKEN}\n`);
+chmodSync(tokenFile, 0o600);
 
-before(async () => {
-    tokenDir = mkdtempSync(path.join(process.env.TMPDIR || tmpdir(), 'nwb-token-'));
-    const file = path.join(tokenDir, 'token');
-    writeFileSync(file, `${TOKEN}\n`);
-    chmodSync(file, 0o600);
-    server = await startServer(['--token-file', file]);
-    browser = await launchBrowser();
-});
-
-after(async () => {
-    await browser?.close();
-    await server?.stop();
-    rmSync(tokenDir, { recursive: true, force: true });
-});
+const ctx = useServerAndBrowser(['--token-file', tokenFile]);
+after(() => rmSync(tokenDir, { recursive: true, force: true }));
 
 test('the page loads without the token, its data needs it', async () => {
+    const { server } = ctx;
     for (const p of ['/', '/assets/main.js', '/assets/uPlot.esm.js']) {
         const res = await fetch(server.url + p);
         assert.equal(res.status, 200, p);
@@ -65,6 +54,7 @@ test('the page loads without the token, its data needs it', async () => {
 });
 
 test('the page asks for the token, refuses a wrong one and works with the right one', async () => {
+    const { server, browser } = ctx;
     const { page, seen, context } = await newPage(browser);
     const consoleText = [];
     const authHeaders = [];

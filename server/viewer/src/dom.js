@@ -91,6 +91,20 @@ export function table(columns, rows, props) {
     return el('table', { class: 'data', ...props }, el('thead', null, head), el('tbody', null, body));
 }
 
+/** A heading: @p text, then @p id in monospace, then @p rest (e.g. "Log of run <id>"). */
+export function idHeading(text, id, rest) {
+    return el('h1', null, text, el('span', { class: 'mono' }, id), rest);
+}
+
+/** A paragraph of links, [href, text] each, with " · " between them. */
+export function linkRow(...links) {
+    const parts = [];
+    links.forEach(([href, text], i) => {
+        parts.push(i > 0 ? ' · ' : null, el('a', { href }, text));
+    });
+    return el('p', { class: 'links' }, parts);
+}
+
 /** A short "nothing here yet, because ..." paragraph. */
 export function waiting(text) {
     return el('p', { class: 'waiting' }, text);

@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
 export const SKIP = 77; // ctest SKIP_RETURN_CODE
@@ -122,6 +123,25 @@ export async function launchBrowser() {
         args,
         timeout: 30000,
     });
+}
+
+/**
+ * The usual test file's fixture: before its tests, a server (with @p args) and a browser, then
+ * @p prepare(ctx); after them, both closed (a server that does not stop cleanly on SIGTERM
+ * fails the file). Returns ctx, whose server and browser are set by the time tests run.
+ */
+export function useServerAndBrowser(args = [], prepare = async () => {}) {
+    const ctx = { server: null, browser: null };
+    before(async () => {
+        ctx.server = await startServer(args);
+        ctx.browser = await launchBrowser();
+        await prepare(ctx);
+    });
+    after(async () => {
+        await ctx.browser?.close();
+        await ctx.server?.stop();
+    });
+    return ctx;
 }
 
 /**

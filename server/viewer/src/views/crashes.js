@@ -4,7 +4,7 @@
 // as text only (dom.js).
 
 import { getJson } from '../api.js';
-import { el, replace, table, waiting } from '../dom.js';
+import { el, idHeading, linkRow, replace, table, waiting } from '../dom.js';
 import { bytes, time } from '../format.js';
 import { hashFor } from '../router.js';
 
@@ -74,11 +74,7 @@ export async function renderCrashes(container, route, signal) {
 
 export async function renderCrash(container, route, signal) {
     const id = route.params.crash;
-    replace(
-        container,
-        el('h1', null, 'Crash ', el('span', { class: 'mono' }, id)),
-        el('p', { class: 'note' }, 'Loading…'),
-    );
+    replace(container, idHeading('Crash ', id), el('p', { class: 'note' }, 'Loading…'));
     const c = await getJson(`/v1/crashes/${encodeURIComponent(id)}`, { signal });
     if (signal.aborted) {
         return;
@@ -86,7 +82,7 @@ export async function renderCrash(container, route, signal) {
     const field = (name, value) => [el('dt', null, name), el('dd', null, value)];
     const parts = [
         el('h1', null, 'Crash of ', el('span', { id: 'crash-program' }, c.program || '(unknown program)')),
-        el('p', null, el('a', { href: hashFor('crashes') }, 'All crashes')),
+        linkRow([hashFor('crashes'), 'All crashes']),
         el(
             'dl',
             { class: 'fields', id: 'crash-fields' },

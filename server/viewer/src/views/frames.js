@@ -2,7 +2,7 @@
 // in the server (GET /v1/runs/<id>/frames, /frames/<n>, /telemetry); it already draws an
 // empty frame-time chart with uPlot (embedded from server/viewer/node_modules at build time).
 
-import { el, replace, waiting } from '../dom.js';
+import { el, idHeading, linkRow, replace, waiting } from '../dom.js';
 import { hashFor } from '../router.js';
 
 export async function renderFrames(container, route, signal) {
@@ -11,20 +11,8 @@ export async function renderFrames(container, route, signal) {
     const chart = el('div', { class: 'chart', id: 'frames-chart' });
     replace(
         container,
-        el(
-            'h1',
-            null,
-            'Frames of run ',
-            el('span', { class: 'mono' }, run),
-            frame !== undefined ? ` · frame ${frame}` : '',
-        ),
-        el(
-            'p',
-            null,
-            el('a', { href: hashFor('log', { run }) }, 'Log of this run'),
-            ' · ',
-            el('a', { href: hashFor('runs') }, 'All runs'),
-        ),
+        idHeading('Frames of run ', run, frame !== undefined ? ` · frame ${frame}` : ''),
+        linkRow([hashFor('log', { run }), 'Log of this run'], [hashFor('runs'), 'All runs']),
         chart,
         waiting(
             `Frame times, scopes, memory and the frame graph wait for the read API (GET /v1/runs/${run}/frames${frame !== undefined ? `/${frame}` : ''}).`,

@@ -3,7 +3,7 @@
 // /v1/crashes) is shown: the server and the runs that crashed, newest first.
 
 import { getJson } from '../api.js';
-import { el, replace, table, waiting } from '../dom.js';
+import { el, idHeading, linkRow, replace, table, waiting } from '../dom.js';
 import { duration, time } from '../format.js';
 import { hashFor } from '../router.js';
 
@@ -75,14 +75,8 @@ export async function renderRun(container, route) {
     const run = route.params.run;
     replace(
         container,
-        el('h1', null, 'Run ', el('span', { class: 'mono' }, run)),
-        el(
-            'p',
-            null,
-            el('a', { href: hashFor('log', { run }) }, 'Log'),
-            ' · ',
-            el('a', { href: hashFor('frames', { run }) }, 'Frames'),
-        ),
+        idHeading('Run ', run),
+        linkRow([hashFor('log', { run }), 'Log'], [hashFor('frames', { run }), 'Frames']),
         waiting(`The run's summary waits for the read API (GET /v1/runs/${run}).`),
     );
 }
