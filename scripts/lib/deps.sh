@@ -14,6 +14,12 @@
 #   valgrind: the valgrind stage of scripts/test (memcheck).
 #   soak:  scripts/soak's samplers: curl (GET /metrics), ps (procps).
 #   fuzz:  clang and its libFuzzer runtime for scripts/fuzz.
+#   viewer: what every build of nwb-logserver needs for the web viewer it embeds: Node.js 20
+#          with its npm (the image's nodejs package, which brings npm; never Debian's separate
+#          npm package, which conflicts with it), then "npm ci" in server/viewer (uPlot, and
+#          playwright-core for the browser tests) when node_modules is missing or older than
+#          package-lock.json (nwb_deps_npm).
+#   browser: Debian's chromium, which the browser tests drive headless (no browser download).
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
     libcmocka-dev node-llhttp"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools"
@@ -22,6 +28,10 @@ NWB_DEPS_tsan="libtsan2 util-linux procps"
 NWB_DEPS_valgrind="valgrind"
 NWB_DEPS_soak="curl procps"
 NWB_DEPS_fuzz="clang libclang-rt-14-dev"
+NWB_DEPS_viewer="nodejs"
+NWB_DEPS_browser="chromium"
+
+NWB_DEPS_VIEWER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/server/viewer"
 
 # nwb_deps_packages GROUP... - print the packages of the groups, one per line.
 nwb_deps_packages() {
@@ -48,10 +58,48 @@ nwb_deps_missing() {
     done
 }
 
+# nwb_deps_npm - "npm ci" in server/viewer when node_modules is missing or older than
+# package-lock.json (npm writes node_modules/.package-lock.json on every install). The lockfile
+# pins every package with its integrity hash; server/viewer/.npmrc keeps download addresses out
+# of it and install scripts from running. Returns 0 when node_modules is up to date afterwards.
+nwb_deps_npm() {
+    local dir=$NWB_DEPS_VIEWER_DIR major
+    if [ -e "$dir/node_modules/.package-lock.json" ] &&
+        ! [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        return 0
+    fi
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "deps: the viewer needs Node.js 20 or newer with its npm (node and npm on PATH);" \
+            "Debian's own npm package conflicts with the nodejs package that brings it" >&2
+        return 1
+    fi
+    major=$(node -p 'process.versions.node.split(".")[0]')
+    if [ "$major" -lt 20 ]; then
+        echo "deps: the viewer needs Node.js 20 or newer, this is $(node --version)" >&2
+        return 1
+    fi
+    echo "deps: npm ci in server/viewer (package-lock.json)" >&2
+    # playwright-core never downloads a browser by itself; the variable makes sure of it.
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund) >&2
+}
+
 # nwb_deps_ensure GROUP... - install the missing packages of the groups with apt-get
-# (apt-get update first, only when something is missing; sudo when not root).
+# (apt-get update first, only when something is missing; sudo when not root), then, for the
+# viewer group, the viewer's npm packages (nwb_deps_npm).
 # Returns 0 when everything is installed afterwards.
 nwb_deps_ensure() {
+    local group
+    nwb_deps_apt "$@" || return $?
+    for group in "$@"; do
+        if [ "$group" = viewer ]; then
+            nwb_deps_npm || return 1
+        fi
+    done
+    return 0
+}
+
+# nwb_deps_apt GROUP... - the apt-get half of nwb_deps_ensure.
+nwb_deps_apt() {
     local missing sudo=()
     missing=$(nwb_deps_missing "$@") || return 2
     if [ -z "$missing" ]; then

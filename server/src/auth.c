@@ -141,7 +141,7 @@ int nwb__auth_reject(struct nwb__conn *c)
     int status;
     int n;
 
-    if (!c->srv->auth.required) {
+    if (!c->srv->auth.required || (c->route != NULL && nwb__router_route_is_public(c->route))) {
         return 0;
     }
     status = nwb__auth_check_request(&c->srv->auth, &c->req, &reason);

@@ -16,8 +16,10 @@
 #include "nwb/alloc.h"
 #include "server_int.h"
 
-static char ok_head[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-static char ok_head_close[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+static char ok_head[] =
+    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n" NWB__HTTP_SECURITY_HEADERS "\r\n";
+static char ok_head_close[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n" NWB__HTTP_SECURITY_HEADERS
+                              "Connection: close\r\n\r\n";
 static char continue_head[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void conn_drive(struct nwb__conn *c);
@@ -731,8 +733,9 @@ static void on_reject_closed(uv_handle_t *h)
 /* Over the connection cap: a best-effort 503, then close. */
 static void conn_reject(struct nwb_server *srv)
 {
-    static char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                         "Retry-After: 1\r\nConnection: close\r\n\r\n";
+    static char busy[] =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n" NWB__HTTP_SECURITY_HEADERS
+        "Retry-After: 1\r\nConnection: close\r\n\r\n";
     struct reject *rj = nwb_malloc(sizeof(*rj));
     uv_buf_t b = uv_buf_init(busy, sizeof(busy) - 1);
 

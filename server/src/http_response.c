@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* http_response.c - status reason phrases and the server's response heads. */
+/*
+ * http_response.c - status reason phrases and the server's response heads, each with the
+ * security headers (NWB__HTTP_SECURITY_HEADERS) a browser applies to whatever it shows.
+ */
 #include <stdio.h>
 
 #include "server_int.h"
@@ -47,11 +50,11 @@ const char *nwb__http_status_text(int status)
 size_t nwb__http_head_format(char *dst, size_t cap, int status, const char *ctype,
                              size_t content_length, const char *extra, int close)
 {
-    int n = snprintf(dst, cap, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n", status,
+    int n = snprintf(dst, cap, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s%s%s%s%s%s\r\n", status,
                      nwb__http_status_text(status), content_length,
                      ctype != NULL ? "Content-Type: " : "", ctype != NULL ? ctype : "",
-                     ctype != NULL ? "\r\n" : "", extra != NULL ? extra : "",
-                     close ? "Connection: close\r\n" : "");
+                     ctype != NULL ? "\r\n" : "", NWB__HTTP_SECURITY_HEADERS,
+                     extra != NULL ? extra : "", close ? "Connection: close\r\n" : "");
 
     if (n < 0 || (size_t)n >= cap) {
         return 0;

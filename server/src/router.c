@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server_int.h"
+#include "viewer_int.h"
 
 static const struct nwb__route routes[] = {
     {"/v1/log", 0, NWB__METHOD_POST, "POST", 1, NULL, NULL, nwb__log_on_head, nwb__log_handle,
@@ -21,6 +22,13 @@ static const struct nwb__route routes[] = {
     {"/v1/crashes/", 1, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
     {"/v1/health", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__health_handle, NULL},
     {"/metrics", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__metrics_handle, NULL},
+};
+
+/* The viewer's files (viewer_endpoint.c), answered without --token-file's bearer check: they
+ * hold no data, and a browser cannot send the token before the page that asks for it is in. */
+static const struct nwb__route public_routes[] = {
+    {"/", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__viewer_handle, NULL},
+    {"/assets/", 1, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__viewer_handle, NULL},
 };
 
 /*
@@ -48,19 +56,37 @@ static int path_matches(const char *pattern, int prefix, const char *path, size_
     return prefix ? i < len : i == len;
 }
 
+static const struct nwb__route *match_in(const struct nwb__route *table, size_t n, const char *path,
+                                         size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (path_matches(table[i].path, table[i].prefix, path, len)) {
+            return &table[i];
+        }
+    }
+    return NULL;
+}
+
 const struct nwb__route *nwb__router_match(const char *path, size_t len)
 {
     const char *q = memchr(path, '?', len);
+    const struct nwb__route *r;
 
     if (q != NULL) {
         len = (size_t)(q - path);
     }
-    for (size_t i = 0; i < NWB_ARRAY_SIZE(routes); i++) {
-        if (path_matches(routes[i].path, routes[i].prefix, path, len)) {
-            return &routes[i];
+    r = match_in(routes, NWB_ARRAY_SIZE(routes), path, len);
+    return r != NULL ? r : match_in(public_routes, NWB_ARRAY_SIZE(public_routes), path, len);
+}
+
+int nwb__router_route_is_public(const struct nwb__route *route)
+{
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(public_routes); i++) {
+        if (route == &public_routes[i]) {
+            return 1;
         }
     }
-    return NULL;
+    return 0;
 }
 
 unsigned nwb__router_method_bit(unsigned method)

@@ -164,11 +164,21 @@ int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq
 const char *nwb__http_status_text(int status);
 
 /*
+ * Headers on every answer with a head from nwb__http_head_format(): the page may run only
+ * the server's own files (no inline script or style, nothing from elsewhere), a browser
+ * never guesses a type other than Content-Type, and no Referer leaves the page.
+ */
+#define NWB__HTTP_SECURITY_HEADERS                                                                 \
+    "Content-Security-Policy: default-src 'self'\r\n"                                              \
+    "X-Content-Type-Options: nosniff\r\n"                                                          \
+    "Referrer-Policy: no-referrer\r\n"
+
+/*
  * Write a response head into @p dst (@p cap bytes; 512 is plenty for the
  * server's own heads): status line, Content-Length, optional Content-Type,
- * the caller's @p extra header lines (each ending in CRLF, may be NULL),
- * "Connection: close" when @p close, and the blank line. Returns the length,
- * or 0 if it does not fit.
+ * NWB__HTTP_SECURITY_HEADERS, the caller's @p extra header lines (each ending
+ * in CRLF, may be NULL), "Connection: close" when @p close, and the blank
+ * line. Returns the length, or 0 if it does not fit.
  */
 size_t nwb__http_head_format(char *dst, size_t cap, int status, const char *ctype,
                              size_t content_length, const char *extra, int close);
@@ -199,6 +209,9 @@ struct nwb__route {
 
 /* The route for @p path (query string ignored), or NULL. */
 const struct nwb__route *nwb__router_match(const char *path, size_t len);
+
+/* 1 when @p route is answered without --token-file's bearer check (the viewer's page). */
+int nwb__router_route_is_public(const struct nwb__route *route);
 
 /* The route's method bit for llhttp @p method, or 0 when no route takes it. */
 unsigned nwb__router_method_bit(unsigned method);

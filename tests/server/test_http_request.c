@@ -465,9 +465,11 @@ static void test_response_head_formats_and_bounds(void **state)
     (void)state;
     n = nwb__http_head_format(head, sizeof(head), 405, "text/plain", 5, "Allow: GET\r\n", 1);
     assert_int_equal(n, strlen(head));
-    assert_string_equal(head,
-                        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 5\r\n"
-                        "Content-Type: text/plain\r\nAllow: GET\r\nConnection: close\r\n\r\n");
+    assert_string_equal(head, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 5\r\n"
+                              "Content-Type: text/plain\r\n"
+                              "Content-Security-Policy: default-src 'self'\r\n"
+                              "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                              "Allow: GET\r\nConnection: close\r\n\r\n");
     assert_int_equal(nwb__http_head_format(tiny, sizeof(tiny), 200, NULL, 0, NULL, 0), 0);
     assert_string_equal(nwb__http_status_text(431), "Request Header Fields Too Large");
 }

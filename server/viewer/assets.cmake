@@ -1,0 +1,31 @@
+# server/viewer/assets.cmake - the viewer's asset list: what nwb-logserver embeds and serves.
+# Read by viewer.cmake (configure) and vendor.cmake (build). Add a file here to serve it.
+
+# Our own files, under src/, served as /assets/<name>; index.html is also the answer to GET /.
+set(NWB_VIEWER_OWN_ASSETS
+  index.html
+  viewer.css
+  favicon.svg
+  main.js
+  api.js
+  dom.js
+  router.js
+  sse.js
+  token.js
+  format.js
+  views/runs.js
+  views/log.js
+  views/frames.js
+  views/crashes.js)
+
+# Third-party files, "<npm package>|<path in the package>|<served name>": copied from
+# node_modules (installed by npm ci from package-lock.json) into the build at build time,
+# never into the repository. uPlot's LICENSE travels with its code.
+set(NWB_VIEWER_VENDOR_ASSETS
+  "uplot|dist/uPlot.esm.js|uPlot.esm.js"
+  "uplot|dist/uPlot.min.css|uPlot.min.css"
+  "uplot|LICENSE|uPlot.LICENSE.txt")
+
+# The packages whose installed version must be the lockfile's.
+set(NWB_VIEWER_VENDOR_PACKAGES uplot)
+set(NWB_VIEWER_FIX_COMMAND "scripts/install-deps viewer")
