@@ -382,6 +382,7 @@ struct nwb__conn {
     struct nwb__log_job job;
     struct nwb__work work;
     struct nwb__conn *tel_next; /* srv->tel_head: waiting for the telemetry ingest */
+    size_t read_reserved;       /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
 };
 
 /* Accept one connection from the listener (or refuse it over the cap). */
@@ -764,6 +765,10 @@ struct nwb_server {
     struct nwb__reload reload;
     /* crash ingest (crash_int.h) */
     struct nwb__crash_ingest *crash;
+    /* the run index behind GET /v1/runs (read_int.h); it holds one of handles_open */
+    struct nwb__run_index *runs;
+    size_t read_bytes; /* read answers being built or written (NWB__READ_ANSWERS_MAX) */
+    int failed;        /* create failed: the last handle closed frees the server */
     /* telemetry ingest: one at a time, the rest wait in order */
     struct nwb__tel_ingest_metrics tel_metrics;
     int tel_busy;
