@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,6 +160,30 @@ static int get_json(int port, const char *url, char *body, size_t cap)
     return status;
 }
 
+/*
+ * Wait until the crash views say @p status for @p id (the package is published before its
+ * queue marker goes, so its files can exist while the listing still says "queued").
+ */
+static int wait_crash_status(int port, const char *id, const char *status, int timeout_ms)
+{
+    const long long deadline = nwb_test_now_ms() + timeout_ms;
+    char url[128], want[64], body[8192];
+    int delay = 1;
+
+    snprintf(url, sizeof(url), "/v1/crashes/%s", id);
+    snprintf(want, sizeof(want), "\"status\":\"%s\"", status);
+    for (;;) {
+        if (get_json(port, url, body, sizeof(body)) == 200 && strstr(body, want) != NULL) {
+            return 1;
+        }
+        if (nwb_test_now_ms() >= deadline) {
+            return 0;
+        }
+        poll(NULL, 0, delay);
+        delay = delay < 50 ? delay * 2 : 50;
+    }
+}
+
 /* Every key of a crash object appears @p n times in @p json (docs/crash.md, GET /v1/crashes). */
 static void expect_crash_keys(const char *json, int n)
 {
@@ -249,7 +274,7 @@ static void test_crash_http_full_queue_is_503_with_retry_after(void **state)
         {"manifest.txt", TA_FILE, manifest, sizeof(manifest) - 1, 0, 0, NULL},
         {"zeros", TA_FILE, NULL, 0, 256ull << 20, 0, NULL},
         {"link", TA_SYMLINK, NULL, 0, 0, 0, "/"}};
-    char resp[4096], id[64], refused_tag[32], p[800];
+    char resp[4096], id[64], refused_tag[32];
     void *refused = NULL;
     size_t refused_len = 0, blen;
     void *a = ta_build("tar.zst", big, 3, &blen);
@@ -281,12 +306,10 @@ static void test_crash_http_full_queue_is_503_with_retry_after(void **state)
     }
     assert_true(got503);
     /* Once the worker caught up, the same upload is taken. */
-    snprintf(p, sizeof(p), "%s/crashes/invalid/%s.reason.txt", f->dir, id);
-    assert_true(nwb_test_wait_file_contains(p, "id=", 60000));
+    assert_true(wait_crash_status(f->srv.port, id, "invalid", 60000));
     assert_int_equal(
         post_crash(f->srv.port, refused, refused_len, id, sizeof(id), resp, sizeof(resp)), 200);
-    snprintf(p, sizeof(p), "%s/crashes/packages/%s/manifest.txt", f->dir, id);
-    assert_true(nwb_test_wait_file_contains(p, "nwb-crash-manifest 1", 30000));
+    assert_true(wait_crash_status(f->srv.port, id, "extracted", 30000));
     free(refused);
     assert_true(tu_metric(f->srv.port, "nwb_requests_total{code=\"503\"}") >= 1);
     assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
@@ -319,8 +342,7 @@ static void test_crash_http_views_and_methods(void **state)
     assert_non_null(a);
     assert_int_equal(post_crash(f->srv.port, a, len, id, sizeof(id), resp, sizeof(resp)), 200);
     free(a);
-    snprintf(path, sizeof(path), "%s/crashes/packages/%s/manifest.txt", f->dir, id);
-    assert_true(nwb_test_wait_file_contains(path, "nwb-crash-manifest 1", 30000));
+    assert_true(wait_crash_status(f->srv.port, id, "extracted", 30000));
     snprintf(path, sizeof(path), "/v1/crashes/%s?x=1", id);
     assert_int_equal(get_json(f->srv.port, path, body, sizeof(body)), 200);
     assert_non_null(strstr(body, "\"status\":\"extracted\""));
@@ -358,8 +380,7 @@ static void test_crash_http_listing_is_strict_json(void **state)
     assert_int_equal(post_crash(f->srv.port, a, len, ids[0], sizeof(ids[0]), resp, sizeof(resp)),
                      200);
     free(a);
-    snprintf(path, sizeof(path), "%s/crashes/packages/%s/manifest.txt", f->dir, ids[0]);
-    assert_true(nwb_test_wait_file_contains(path, "nwb-crash-manifest 1", 30000));
+    assert_true(wait_crash_status(f->srv.port, ids[0], "extracted", 30000));
     assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
     expect_crash_keys(body, 1);
     assert_non_null(strstr(body, ids[0]));
@@ -379,8 +400,7 @@ static void test_crash_http_listing_is_strict_json(void **state)
         post_crash(f->srv.port, noise, sizeof(noise), ids[2], sizeof(ids[2]), resp, sizeof(resp)),
         200);
     for (int i = 1; i < 3; i++) {
-        snprintf(path, sizeof(path), "%s/crashes/invalid/%s.reason.txt", f->dir, ids[i]);
-        assert_true(nwb_test_wait_file_contains(path, "id=", 30000));
+        assert_true(wait_crash_status(f->srv.port, ids[i], "invalid", 30000));
     }
     assert_int_equal(get_json(f->srv.port, "/v1/crashes", body, sizeof(body)), 200);
     expect_crash_keys(body, 3);
