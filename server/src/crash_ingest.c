@@ -35,7 +35,19 @@ struct nwb__crash_ingest {
     atomic_int stopping;
     pthread_t worker;
     struct nwb_crash_counts totals; /* the *_total fields */
+    nwb__crash_notify_fn notify;    /* may be NULL; set before the worker starts */
+    void *notify_ctx;
 };
+
+/* Tell the listener (if any) that @p job is now @p status. Lock held: the listener hears the
+ * changes of one archive in the order they happened. */
+static void notify(const struct nwb__crash_ingest *ci, const struct nwb__crash_job *job,
+                   const char *status)
+{
+    if (ci->notify != NULL) {
+        ci->notify(ci->notify_ctx, job->id, status, job->program, job->run);
+    }
+}
 
 /* ---- the queue (lock held) ---- */
 
@@ -111,6 +123,10 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     }
     pthread_mutex_lock(&ci->lock);
     nwb__crash_store_settle(&ci->store, &ci->caps, job, rc, reason, &ci->totals);
+    /* Settled only when its marker is gone (a failed move keeps it for the next start). */
+    if ((rc == 0 || rc == NWB_EARCHIVE) && !nwb__crash_store_is_queued(&ci->store, job->id)) {
+        notify(ci, job, rc == 0 ? "extracted" : "invalid");
+    }
     pthread_mutex_unlock(&ci->lock);
 }
 
@@ -166,6 +182,7 @@ static int caps_check(const struct nwb_crash_caps *c)
 }
 
 int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *caps,
+                             nwb__crash_notify_fn notify_fn, void *notify_ctx,
                              struct nwb__crash_ingest **out)
 {
     static const struct nwb_crash_caps defaults = NWB_CRASH_CAPS_INIT;
@@ -183,6 +200,8 @@ int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *c
         return -ENOMEM;
     }
     ci->caps = *caps;
+    ci->notify = notify_fn;
+    ci->notify_ctx = notify_ctx;
     err = nwb__crash_store_open(&ci->store, out_dir);
     if (err != 0) {
         goto fail_free;
@@ -310,6 +329,7 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
             (void)queue_push(ci, &job);
             ci->totals.uploads_total++;
             memcpy(id_out, job.id, sizeof(job.id));
+            notify(ci, &job, "queued");
         }
     }
     pthread_mutex_unlock(&ci->lock);

@@ -68,14 +68,26 @@ struct nwb_crash_counts {
 
 struct nwb__crash_ingest; /* opaque (crash_ingest.c) */
 
+/*
+ * An archive changed state: @p status is "queued" (stored by a submit), "extracted" or
+ * "invalid" (settled by the crash worker); @p program / @p run are the sanitised upload
+ * headers. Called from the submitting thread or the crash worker with the ingest's lock held
+ * (so one archive's changes arrive in order): it must be quick and must not call the ingest.
+ * The strings are borrowed for the call.
+ */
+typedef void (*nwb__crash_notify_fn)(void *ctx, const char *id, const char *status,
+                                     const char *program, const char *run);
+
 /**
  * Create <out_dir>/crashes/{packages,raw,invalid} (and hidden work folders; @p out_dir
  * itself with its parents when missing), clean up what a previous process left half done,
  * re-queue archives that were stored but not extracted, and start the crash worker. @p caps
- * may be NULL (defaults; borrowed, copied). Returns 0 with @p *out set (returned-owned:
- * nwb__crash_ingest_stop), or a negated errno / NWB_ECONFIG.
+ * may be NULL (defaults; borrowed, copied). @p notify (may be NULL) hears every state change
+ * (the server's event bus: GET /v1/events), with @p notify_ctx. Returns 0 with @p *out set
+ * (returned-owned: nwb__crash_ingest_stop), or a negated errno / NWB_ECONFIG.
  */
 int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *caps,
+                             nwb__crash_notify_fn notify, void *notify_ctx,
                              struct nwb__crash_ingest **out);
 
 /**

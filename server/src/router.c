@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "events_int.h"
 #include "server_int.h"
 
 static const struct nwb__route routes[] = {
@@ -19,6 +20,7 @@ static const struct nwb__route routes[] = {
      "crash archive exceeds --crash-max-archive-bytes", NULL, nwb__crash_post_handle, NULL},
     {"/v1/crashes", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
     {"/v1/crashes/", 1, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
+    {"/v1/events", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__events_handle, NULL},
     {"/v1/health", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__health_handle, NULL},
     {"/metrics", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__metrics_handle, NULL},
 };

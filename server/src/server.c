@@ -2,9 +2,9 @@
 /*
  * server.c - the server's lifecycle: settings check, loading the name
  * symbols, the log worker, the listener, the crash ingest, signals (SIGHUP
- * reloads the name symbols), and the graceful stop (stop accepting, answer
- * what is complete, stop the crash worker, then drain and join the log
- * worker, close every handle).
+ * reloads the name symbols), the event bus of GET /v1/events, and the
+ * graceful stop (stop accepting, answer what is complete, stop the crash
+ * worker, then drain and join the log worker, close every handle).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 #include "crash_int.h"
+#include "events_int.h"
 #include "server_int.h"
 
 static void on_handle_closed(uv_handle_t *h)
@@ -219,8 +220,16 @@ static int start_signals(struct nwb_server *srv, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* The event bus closed its handles (it counts as one of srv->handles_open). */
+static void on_events_closed(struct nwb_server *srv)
+{
+    srv->handles_open--;
+}
+
 static void close_own_handles(struct nwb_server *srv)
 {
+    nwb__events_close(srv->events, on_events_closed);
+    srv->events = NULL;
     close_handle(srv, (uv_handle_t *)&srv->listener);
     close_handle(srv, (uv_handle_t *)&srv->stop_async);
     close_handle(srv, (uv_handle_t *)&srv->sigint);
@@ -277,7 +286,8 @@ static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
     caps.retain_packages = cfg->crash_retain_packages;
     caps.retain_raw = cfg->crash_retain_raw;
     caps.retain_invalid = cfg->crash_retain_invalid;
-    err = nwb__crash_ingest_create(srv->out_dir, &caps, &srv->crash);
+    err = nwb__crash_ingest_create(srv->out_dir, &caps, nwb__events_crash_note, srv->events,
+                                   &srv->crash);
     if (err) {
         snprintf(errbuf, errlen, "cannot start the crash ingest under %s/crashes: %s", srv->out_dir,
                  nwb_strerror_r(err, ebuf, sizeof(ebuf)));
@@ -295,13 +305,16 @@ static void names_release(struct nwb_server *srv)
 }
 
 /* Failed create: close what was opened; the memory goes once the handles closed. */
-static void on_failed_closed(uv_handle_t *h)
+static void on_failed_release(struct nwb_server *srv)
 {
-    struct nwb_server *srv = h->data;
-
     if (--srv->handles_open == 0) {
         srv_free(srv);
     }
+}
+
+static void on_failed_closed(uv_handle_t *h)
+{
+    on_failed_release(h->data);
 }
 
 static void fail_cleanup(struct nwb_server *srv)
@@ -326,6 +339,8 @@ static void fail_cleanup(struct nwb_server *srv)
             uv_close(hs[i], on_failed_closed);
         }
     }
+    nwb__events_close(srv->events, on_failed_release);
+    srv->events = NULL;
 }
 
 int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_server_t **out,
@@ -366,6 +381,15 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
+    err = nwb__events_create(srv, &srv->events);
+    if (err) {
+        char ebuf[96];
+
+        snprintf(errbuf, errlen, "cannot start the event bus: %s",
+                 nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+        goto fail;
+    }
+    srv->handles_open++;
     err = names_start(srv, errbuf, errlen);
     if (err) {
         goto fail;

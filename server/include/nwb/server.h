@@ -59,6 +59,9 @@ typedef struct nwb_server_config {
     unsigned max_open_runs;         /* run directories kept open by the log worker */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
+    unsigned events_max_streams;    /* GET /v1/events streams open at once; beyond: 429 */
+    size_t events_max_unsent_bytes; /* one stream's bytes not yet taken by its reader: cut off */
+    unsigned events_keepalive_ms;   /* a ": keepalive" comment on every stream this often */
 } nwb_server_config_t;
 
 /*
@@ -121,7 +124,13 @@ typedef struct nwb_server_config {
       "log jobs queued or being written; beyond: reading pauses")                                  \
     X("--max-buffered-bytes", max_buffered_bytes, SIZE, (size_t)256u << 20, 1, 1ull << 40, "N",    \
       "request bodies held in memory, bytes, at least --max-body-bytes; beyond: requests wait")    \
-    X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")
+    X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")           \
+    X("--events-max-streams", events_max_streams, UINT, 64u, 1, 4096, "N",                         \
+      "GET /v1/events streams open at once; beyond: 429")                                          \
+    X("--events-max-unsent-bytes", events_max_unsent_bytes, SIZE, (size_t)1u << 20, 4096,          \
+      1073741824, "N", "an event stream whose reader leaves more unsent bytes is cut off")         \
+    X("--events-keepalive-ms", events_keepalive_ms, UINT, 20000u, 10, 3600000, "N",                \
+      "a keep-alive comment on every event stream this often, in ms")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
 #define NWB_SERVER_OPT_INIT_(flag, field, kind, def, min, max, meta, help)                         \
