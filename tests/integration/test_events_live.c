@@ -139,35 +139,20 @@ struct ev {
     char data[512];
 };
 
-/* The string value of "key" in @p data into @p out ("" when absent). */
+/* The string member @p key of an event's data into @p out ("" when absent). */
 static void json_str(const char *data, const char *key, char *out, size_t cap)
 {
-    char k[64];
-    const char *p, *e;
-
-    out[0] = '\0';
-    snprintf(k, sizeof(k), "\"%s\":\"", key);
-    p = strstr(data, k);
-    if (p == NULL) {
-        return;
-    }
-    p += strlen(k);
-    e = strchr(p, '"');
-    if (e != NULL && (size_t)(e - p) < cap) {
-        memcpy(out, p, (size_t)(e - p));
-        out[e - p] = '\0';
+    if (!nwb_test_sse_data_str(data, key, out, cap)) {
+        out[0] = '\0';
     }
 }
 
 static unsigned long long json_num(const char *data, const char *key)
 {
-    char k[64];
-    const char *p;
+    uint64_t v = 0;
 
-    snprintf(k, sizeof(k), "\"%s\":", key);
-    p = strstr(data, k);
-    assert_non_null(p);
-    return strtoull(p + strlen(k), NULL, 10);
+    assert_true(nwb_test_sse_data_u64(data, key, &v));
+    return (unsigned long long)v;
 }
 
 /* Take the next event of @p s (waiting up to @p ms) into @p evs; 1, or 0 on timeout. */

@@ -28,6 +28,7 @@
 #include "nwb/telemetry_report.h"
 #include "crash_test_archive.h"
 #include "events_int.h"
+#include "server_inproc.h"
 #include "server_int.h"
 #include "server_test_util.h"
 #include "sse_client.h"
@@ -90,17 +91,9 @@ static uv_async_t stop_async;
 static struct fx *start(nwb_server_config_t *cfg)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
 
     assert_non_null(f);
-    assert_int_equal(nwb_test_tmpdir("events", f->dir, sizeof(f->dir)), 0);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    cfg->port = 0;
-    cfg->out_dir = f->dir;
-    if (nwb_server_create(&f->loop, cfg, &f->srv, err, sizeof(err)) != 0) {
-        fail_msg("nwb_server_create: %s", err);
-    }
-    f->port = nwb_server_port(f->srv);
+    f->port = tu_inproc_create(&f->loop, "events", cfg, f->dir, sizeof(f->dir), &f->srv);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     assert_int_equal(uv_async_init(&f->loop, &f->hold, on_hold), 0);
@@ -122,12 +115,9 @@ static struct fx *start_default(void)
 static void stop(struct fx *f)
 {
     uv_async_send(&stop_async);
-    assert_int_equal(pthread_join(f->thread, NULL), 0);
-    assert_int_equal(nwb_server_destroy(f->srv), 0);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    tu_inproc_join(f->thread, f->srv, &f->loop, f->dir);
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
-    nwb_test_rmtree(f->dir);
     free(f);
 }
 
@@ -165,36 +155,22 @@ static void wait_metric_at_least(int port, const char *name, long long value)
 
 /* ---- reading events ---- */
 
-/* The string value of "key" in @p data (no escapes in the server's ids and names). */
+/* The string member @p key of an event's data; the test fails when it is missing. */
 static void json_str(const char *data, const char *key, char *out, size_t cap)
 {
-    char k[64];
-    const char *p, *e;
-
-    snprintf(k, sizeof(k), "\"%s\":\"", key);
-    p = strstr(data, k);
-    if (p == NULL) {
+    if (!nwb_test_sse_data_str(data, key, out, cap)) {
         fail_msg("no string %s in %s", key, data);
     }
-    p += strlen(k);
-    e = strchr(p, '"');
-    assert_non_null(e);
-    assert_true((size_t)(e - p) < cap);
-    memcpy(out, p, (size_t)(e - p));
-    out[e - p] = '\0';
 }
 
 static unsigned long long json_num(const char *data, const char *key)
 {
-    char k[64];
-    const char *p;
+    uint64_t v = 0;
 
-    snprintf(k, sizeof(k), "\"%s\":", key);
-    p = strstr(data, k);
-    if (p == NULL) {
+    if (!nwb_test_sse_data_u64(data, key, &v)) {
         fail_msg("no number %s in %s", key, data);
     }
-    return strtoull(p + strlen(k), NULL, 10);
+    return (unsigned long long)v;
 }
 
 /* Open a stream; it must be a 200 event stream. Returns its first position (the id of the

@@ -3,6 +3,7 @@
  * sse_parse.c - the Server-Sent Events block parser of sse_parse.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,4 +133,39 @@ int nwb_test_sse_parser_next(struct nwb_test_sse_parser *p, struct nwb_test_sse_
         }
         line = nl + 1;
     }
+}
+
+int nwb_test_sse_data_str(const char *data, const char *key, char *out, size_t cap)
+{
+    char k[64];
+    const char *p;
+    const char *e;
+
+    snprintf(k, sizeof(k), "\"%s\":\"", key);
+    p = strstr(data, k);
+    if (p == NULL) {
+        return 0;
+    }
+    p += strlen(k);
+    e = strchr(p, '"');
+    if (e == NULL || (size_t)(e - p) >= cap) {
+        return 0;
+    }
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = '\0';
+    return 1;
+}
+
+int nwb_test_sse_data_u64(const char *data, const char *key, uint64_t *out)
+{
+    char k[64];
+    const char *p;
+
+    snprintf(k, sizeof(k), "\"%s\":", key);
+    p = strstr(data, k);
+    if (p == NULL || p[strlen(k)] < '0' || p[strlen(k)] > '9') {
+        return 0;
+    }
+    *out = strtoull(p + strlen(k), NULL, 10);
+    return 1;
 }

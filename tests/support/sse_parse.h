@@ -42,4 +42,11 @@ void nwb_test_sse_parser_wrote(struct nwb_test_sse_parser *p, size_t n);
 /* The next complete block into @p b: 1, 0 when none is complete yet, -1 when malformed. */
 int nwb_test_sse_parser_next(struct nwb_test_sse_parser *p, struct nwb_test_sse_block *b);
 
+/* The string member @p key of an event's data (a flat object whose ids and names need no
+ * escapes) into @p out (@p cap bytes, NUL-terminated): 1, or 0 when absent or too long. */
+int nwb_test_sse_data_str(const char *data, const char *key, char *out, size_t cap);
+
+/* The unsigned number member @p key of an event's data into @p out: 1, or 0 when absent. */
+int nwb_test_sse_data_u64(const char *data, const char *key, uint64_t *out);
+
 #endif /* NWB_TEST_SSE_PARSE_H */
