@@ -34,20 +34,10 @@ struct nwb__crash_ingest {
     int rescan; /* markers exist beyond what the queue could take */
     atomic_int stopping;
     pthread_t worker;
-    struct nwb_crash_counts totals; /* the *_total fields */
-    nwb__crash_notify_fn notify;    /* may be NULL; set before the worker starts */
-    void *notify_ctx;
+    struct nwb_crash_counts totals;   /* the *_total fields */
+    nwb__crash_settled_fn settled_fn; /* nwb__crash_ingest_on_settled() */
+    void *settled_ctx;
 };
-
-/* Tell the listener (if any) that @p job is now @p status. Lock held: the listener hears the
- * changes of one archive in the order they happened. */
-static void notify(const struct nwb__crash_ingest *ci, const struct nwb__crash_job *job,
-                   const char *status)
-{
-    if (ci->notify != NULL) {
-        ci->notify(ci->notify_ctx, job->id, status, job->program, job->run);
-    }
-}
 
 /* ---- the queue (lock held) ---- */
 
@@ -95,8 +85,12 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     char reason[1024];
     uint64_t len = 0;
     const int src = nwb__crash_store_raw_open(&ci->store, job, &len);
+    nwb__crash_settled_fn fn;
+    void *fn_ctx;
+    int settled;
     int rc;
 
+    memset(&info, 0, sizeof(info));
     if (src < 0) {
         rc = src; /* -ENOENT: gone (settled as such); anything else: retried at the next start */
         snprintf(reason, sizeof(reason), "cannot open the raw archive %s.%s: %s", job->id, job->ext,
@@ -123,11 +117,19 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     }
     pthread_mutex_lock(&ci->lock);
     nwb__crash_store_settle(&ci->store, &ci->caps, job, rc, reason, &ci->totals);
+    fn = ci->settled_fn;
+    fn_ctx = ci->settled_ctx;
     /* Settled only when its marker is gone (a failed move keeps it for the next start). */
-    if ((rc == 0 || rc == NWB_EARCHIVE) && !nwb__crash_store_is_queued(&ci->store, job->id)) {
-        notify(ci, job, rc == 0 ? "extracted" : "invalid");
-    }
+    settled = (rc == 0 || rc == NWB_EARCHIVE) && !nwb__crash_store_is_queued(&ci->store, job->id);
     pthread_mutex_unlock(&ci->lock);
+    if (fn != NULL && settled) {
+        const int named = rc == 0 && info.manifest.program[0] != '\0';
+        const struct nwb__crash_settled s = {job->id, rc == 0,
+                                             named ? info.manifest.program : job->program,
+                                             named ? info.manifest.run : job->run, 0};
+
+        fn(fn_ctx, &s);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -182,7 +184,6 @@ static int caps_check(const struct nwb_crash_caps *c)
 }
 
 int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *caps,
-                             nwb__crash_notify_fn notify_fn, void *notify_ctx,
                              struct nwb__crash_ingest **out)
 {
     static const struct nwb_crash_caps defaults = NWB_CRASH_CAPS_INIT;
@@ -200,8 +201,6 @@ int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *c
         return -ENOMEM;
     }
     ci->caps = *caps;
-    ci->notify = notify_fn;
-    ci->notify_ctx = notify_ctx;
     err = nwb__crash_store_open(&ci->store, out_dir);
     if (err != 0) {
         goto fail_free;
@@ -329,7 +328,12 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
             (void)queue_push(ci, &job);
             ci->totals.uploads_total++;
             memcpy(id_out, job.id, sizeof(job.id));
-            notify(ci, &job, "queued");
+            if (ci->settled_fn != NULL) {
+                /* With the lock held: the worker settles it (and says so) only after this. */
+                const struct nwb__crash_settled s = {job.id, 0, job.program, job.run, 1};
+
+                ci->settled_fn(ci->settled_ctx, &s);
+            }
         }
     }
     pthread_mutex_unlock(&ci->lock);
@@ -337,6 +341,19 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
 }
 
 /* ---- views and counts ---- */
+
+void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&ci->lock);
+    ci->settled_fn = fn;
+    ci->settled_ctx = ctx;
+    pthread_mutex_unlock(&ci->lock);
+}
+
+int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx)
+{
+    return nwb__crash_list_each(&ci->store, fn, ctx);
+}
 
 int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_t *len)
 {

@@ -68,26 +68,14 @@ struct nwb_crash_counts {
 
 struct nwb__crash_ingest; /* opaque (crash_ingest.c) */
 
-/*
- * An archive changed state: @p status is "queued" (stored by a submit), "extracted" or
- * "invalid" (settled by the crash worker); @p program / @p run are the sanitised upload
- * headers. Called from the submitting thread or the crash worker with the ingest's lock held
- * (so one archive's changes arrive in order): it must be quick and must not call the ingest.
- * The strings are borrowed for the call.
- */
-typedef void (*nwb__crash_notify_fn)(void *ctx, const char *id, const char *status,
-                                     const char *program, const char *run);
-
 /**
  * Create <out_dir>/crashes/{packages,raw,invalid} (and hidden work folders; @p out_dir
  * itself with its parents when missing), clean up what a previous process left half done,
  * re-queue archives that were stored but not extracted, and start the crash worker. @p caps
- * may be NULL (defaults; borrowed, copied). @p notify (may be NULL) hears every state change
- * (the server's event bus: GET /v1/events), with @p notify_ctx. Returns 0 with @p *out set
- * (returned-owned: nwb__crash_ingest_stop), or a negated errno / NWB_ECONFIG.
+ * may be NULL (defaults; borrowed, copied). Returns 0 with @p *out set (returned-owned:
+ * nwb__crash_ingest_stop), or a negated errno / NWB_ECONFIG.
  */
 int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *caps,
-                             nwb__crash_notify_fn notify, void *notify_ctx,
                              struct nwb__crash_ingest **out);
 
 /**
@@ -115,6 +103,35 @@ int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_
  */
 int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, char **json,
                                size_t *len);
+
+/* An archive the crash worker settled (extracted into a package, or found invalid), or, with
+ * queued set, one a submit just stored (neither yet). */
+struct nwb__crash_settled {
+    const char *id;      /* 32 lowercase hex digits */
+    int extracted;       /* 1: crashes/packages/<id>/; 0: crashes/invalid/<id>.<ext> */
+    const char *program; /* the manifest's, when the package names one; else the upload's */
+    const char *run;     /* X-NWB-Program / X-NWB-Run (sanitised, "unknown" when missing) */
+    int queued;          /* 1: stored, waiting for the worker (extracted is 0) */
+};
+
+/* Told about settled archives; the pointers are valid for the call only. */
+typedef void (*nwb__crash_settled_fn)(void *ctx, const struct nwb__crash_settled *s);
+
+/**
+ * Call @p fn(@p ctx) after each archive a submit stores (queued: on the submitting thread,
+ * the ingest's lock held, so it comes before that archive's settle notice) and each one the
+ * crash worker settles (on its thread, no lock held), from now on; NULL stops. Keep it short:
+ * submits and extraction wait meanwhile; it must not call the ingest.
+ */
+void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn,
+                                  void *ctx);
+
+/**
+ * Call @p fn for every extracted package and invalid archive held now, with the program and
+ * run GET /v1/crashes shows (scans the folders: off the loop thread, or at start). Returns 0
+ * or a folder scan's error.
+ */
+int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx);
 
 /** Current counts (scans the category folders). */
 void nwb__crash_ingest_counts(struct nwb__crash_ingest *ci, struct nwb_crash_counts *out);

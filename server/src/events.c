@@ -74,7 +74,8 @@ struct nwb__events {
     uv_timer_t keepalive; /* running while a stream is open */
     uv_async_t crash_async;
     int handles_open;
-    void (*closed)(struct nwb_server *srv);
+    void (*closed)(void *ctx);
+    void *closed_ctx;
     /* ids and the backlog ring (allocated with the first event) */
     uint64_t next_id;
     struct ev_entry *ring;
@@ -837,8 +838,8 @@ int nwb__events_create(struct nwb_server *srv, struct nwb__events **out)
 static void on_bus_closed(uv_handle_t *h)
 {
     struct nwb__events *ev = h->data;
-    struct nwb_server *srv = ev->srv;
-    void (*const closed)(struct nwb_server *) = ev->closed;
+    void (*const closed)(void *) = ev->closed;
+    void *const closed_ctx = ev->closed_ctx;
 
     if (--ev->handles_open > 0) {
         return;
@@ -857,16 +858,17 @@ static void on_bus_closed(uv_handle_t *h)
     pthread_mutex_destroy(&ev->crash_lock);
     nwb_free(ev);
     if (closed != NULL) {
-        closed(srv);
+        closed(closed_ctx);
     }
 }
 
-void nwb__events_close(struct nwb__events *ev, void (*closed)(struct nwb_server *srv))
+void nwb__events_close(struct nwb__events *ev, void (*closed)(void *ctx), void *ctx)
 {
     if (ev == NULL) {
         return;
     }
     ev->closed = closed;
+    ev->closed_ctx = ctx;
     uv_close((uv_handle_t *)&ev->coalesce, on_bus_closed);
     uv_close((uv_handle_t *)&ev->keepalive, on_bus_closed);
     uv_close((uv_handle_t *)&ev->crash_async, on_bus_closed);

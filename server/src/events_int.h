@@ -42,9 +42,9 @@ int nwb__events_create(struct nwb_server *srv, struct nwb__events **out);
 
 /*
  * Close the bus's handles (every stream must be closed already); the memory goes in their
- * close callbacks, after which @p closed(srv) runs. NULL is a no-op.
+ * close callbacks, after which @p closed(@p ctx) runs. NULL is a no-op.
  */
-void nwb__events_close(struct nwb__events *ev, void (*closed)(struct nwb_server *srv));
+void nwb__events_close(struct nwb__events *ev, void (*closed)(void *ctx), void *ctx);
 
 /* The route handler of GET /v1/events. */
 void nwb__events_handle(struct nwb__conn *c);
@@ -61,7 +61,7 @@ void nwb__events_telemetry(struct nwb__events *ev, const struct nwb__log_job *jo
                            int report_changed);
 
 /*
- * A crash archive changed state (nwb__crash_notify_fn, crash_int.h): @p id, @p status
+ * A crash archive changed state (the crash ingest's hook, crash_int.h): @p id, @p status
  * ("queued", "extracted", "invalid"), @p program / @p run (sanitised names). Any thread: the
  * note is queued (bounded) and published on the loop. @p ctx is the bus.
  */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server.c - the server's lifecycle: settings check, loading the name
- * symbols, the log worker, the listener, the crash ingest, signals (SIGHUP
- * reloads the name symbols), the event bus of GET /v1/events, and the
- * graceful stop (stop accepting, answer what is complete, stop the crash
- * worker, then drain and join the log worker, close every handle).
+ * symbols, the log worker, the listener, the run index, the event bus of
+ * GET /v1/events, the crash ingest, signals (SIGHUP reloads the name
+ * symbols), and the graceful stop (stop accepting, answer what is complete,
+ * stop the crash worker, then drain and join the log worker, write the run
+ * index's counters, close every handle).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include "nwb/error.h"
 #include "crash_int.h"
 #include "events_int.h"
+#include "read_int.h"
 #include "server_int.h"
 
 static void on_handle_closed(uv_handle_t *h)
@@ -41,6 +43,7 @@ static void srv_free(struct nwb_server *srv)
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
     }
+    nwb__run_index_destroy(srv->runs);
     nwb__auth_wipe(&srv->auth, sizeof(srv->auth));
     nwb_free(srv);
 }
@@ -54,6 +57,7 @@ static void on_job_done(void *ctx, struct nwb__log_job *job)
     if (job == &srv->reload.job) {
         nwb__names_reload_switched(srv, job);
     } else {
+        nwb__run_index_log_job(srv->runs, job);
         nwb__conn_job_finished(NWB_CONTAINER_OF(job, struct nwb__conn, job));
     }
     nwb__server_maybe_finish(srv);
@@ -220,15 +224,20 @@ static int start_signals(struct nwb_server *srv, char *errbuf, size_t errlen)
     return 0;
 }
 
-/* The event bus closed its handles (it counts as one of srv->handles_open). */
-static void on_events_closed(struct nwb_server *srv)
+/* The run index or the event bus closed its handles (each counts as one of handles_open);
+ * after a failed create the last handle frees the server. */
+static void on_part_closed(void *ctx)
 {
-    srv->handles_open--;
+    struct nwb_server *srv = ctx;
+
+    if (--srv->handles_open == 0 && srv->failed) {
+        srv_free(srv);
+    }
 }
 
 static void close_own_handles(struct nwb_server *srv)
 {
-    nwb__events_close(srv->events, on_events_closed);
+    nwb__events_close(srv->events, on_part_closed, srv);
     srv->events = NULL;
     close_handle(srv, (uv_handle_t *)&srv->listener);
     close_handle(srv, (uv_handle_t *)&srv->stop_async);
@@ -268,6 +277,17 @@ static int names_start(struct nwb_server *srv, char *errbuf, size_t errlen)
                            errbuf, errlen);
 }
 
+/* Every crash archive stored or settled (crash_int.h; the submitting thread or the crash
+ * worker): the run index counts settled ones, the event bus announces each change. */
+static void on_crash_change(void *ctx, const struct nwb__crash_settled *s)
+{
+    struct nwb_server *srv = ctx;
+    const char *const status = s->queued ? "queued" : s->extracted ? "extracted" : "invalid";
+
+    nwb__run_index_crash_settled(srv->runs, s);
+    nwb__events_crash_note(srv->events, s->id, status, s->program, s->run);
+}
+
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
 {
     const nwb_server_config_t *cfg = &srv->cfg;
@@ -286,8 +306,7 @@ static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
     caps.retain_packages = cfg->crash_retain_packages;
     caps.retain_raw = cfg->crash_retain_raw;
     caps.retain_invalid = cfg->crash_retain_invalid;
-    err = nwb__crash_ingest_create(srv->out_dir, &caps, nwb__events_crash_note, srv->events,
-                                   &srv->crash);
+    err = nwb__crash_ingest_create(srv->out_dir, &caps, &srv->crash);
     if (err) {
         snprintf(errbuf, errlen, "cannot start the crash ingest under %s/crashes: %s", srv->out_dir,
                  nwb_strerror_r(err, ebuf, sizeof(ebuf)));
@@ -305,16 +324,13 @@ static void names_release(struct nwb_server *srv)
 }
 
 /* Failed create: close what was opened; the memory goes once the handles closed. */
-static void on_failed_release(struct nwb_server *srv)
+static void on_failed_closed(uv_handle_t *h)
 {
+    struct nwb_server *srv = h->data;
+
     if (--srv->handles_open == 0) {
         srv_free(srv);
     }
-}
-
-static void on_failed_closed(uv_handle_t *h)
-{
-    on_failed_release(h->data);
 }
 
 static void fail_cleanup(struct nwb_server *srv)
@@ -334,13 +350,17 @@ static void fail_cleanup(struct nwb_server *srv)
         srv_free(srv);
         return;
     }
+    srv->failed = 1;
+    if (srv->runs != NULL) {
+        nwb__run_index_close(srv->runs, on_part_closed, srv);
+    }
+    nwb__events_close(srv->events, on_part_closed, srv);
+    srv->events = NULL;
     for (int i = 0; i < 5; i++) {
         if (hs[i]->data == srv && !uv_is_closing(hs[i])) {
             uv_close(hs[i], on_failed_closed);
         }
     }
-    nwb__events_close(srv->events, on_failed_release);
-    srv->events = NULL;
 }
 
 int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_server_t **out,
@@ -405,12 +425,23 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     if (err) {
         goto fail;
     }
+    /* After the log worker made runs/, before the crash ingest's worker settles anything. */
+    err = nwb__run_index_create(loop, srv->out_dir, cfg->run_live_s, NWB__RUN_INDEX_MAX, &srv->runs,
+                                errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    srv->handles_open++;
     /* After listening: a second server started on the same --out by mistake fails above,
      * before the crash ingest's start-up cleanup could touch the first one's folders. */
     err = crash_start(srv, errbuf, errlen);
     if (err) {
         goto fail;
     }
+    nwb__run_index_attach_crashes(srv->runs, srv->crash);
+    /* Then the ingest's one hook tells both the index and the event bus (the index's own,
+     * set by attach, covered its start-up scan; no stream can be open yet). */
+    nwb__crash_ingest_on_settled(srv->crash, on_crash_change, srv);
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));
@@ -477,6 +508,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     nwb__log_worker_stop(srv->worker);
     srv->worker = NULL;
     names_release(srv);
+    /* Every job came back: the counters are final. */
+    nwb__run_index_close(srv->runs, on_part_closed, srv);
     close_own_handles(srv);
 }
 

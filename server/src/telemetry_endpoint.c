@@ -13,6 +13,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 #include "events_int.h"
+#include "read_int.h"
 #include "server_int.h"
 
 struct tel_ctx {
@@ -71,6 +72,9 @@ static void tel_done(struct nwb__conn *c)
 
     c->work.ctx = NULL;
     nwb__names_unref(t->names);
+    if (t->res.http_status == 200 && !t->res.duplicate) {
+        nwb__run_index_telemetry(srv->runs, c->job.dir, c->job.program, c->job.run);
+    }
     /* The report is rewritten for a stored upload and for a refusal it records (400, 413). */
     nwb__events_telemetry(srv->events, &c->job,
                           (t->res.http_status == 200 && !t->res.duplicate) ||

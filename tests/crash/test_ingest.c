@@ -72,7 +72,7 @@ static int teardown(void **state)
 
 static void start(struct fixture *f)
 {
-    assert_int_equal(nwb__crash_ingest_create(f->out, &f->caps, NULL, NULL, &f->ci), 0);
+    assert_int_equal(nwb__crash_ingest_create(f->out, &f->caps, &f->ci), 0);
 }
 
 static void restart(struct fixture *f)

@@ -452,10 +452,13 @@ static void post_crash(int port, const void *body, size_t len, char *id, size_t 
     json_str(resp, "id", id, cap);
 }
 
-/* The next event is crash @p id in @p status, for program crashy, run c1. */
+/* The next event is crash @p id in @p status, for program crashy, run c1 (the upload's), or the
+ * package's manifest's (ta_package: ta_prog, 0123456789abcdef) once extracted. */
 static uint64_t expect_crash(struct nwb_test_sse *s, uint64_t pos, const char *id,
                              const char *status)
 {
+    const int manifest = strcmp(status, "extracted") == 0;
+
     struct nwb_test_sse_block b;
     char v[128];
 
@@ -467,9 +470,9 @@ static uint64_t expect_crash(struct nwb_test_sse *s, uint64_t pos, const char *i
     json_str(b.data, "status", v, sizeof(v));
     assert_string_equal(v, status);
     json_str(b.data, "program", v, sizeof(v));
-    assert_string_equal(v, "crashy");
+    assert_string_equal(v, manifest ? "ta_prog" : "crashy");
     json_str(b.data, "run", v, sizeof(v));
-    assert_string_equal(v, "c1");
+    assert_string_equal(v, manifest ? "0123456789abcdef" : "c1");
     return b.id;
 }
 
