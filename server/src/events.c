@@ -440,6 +440,15 @@ void nwb__events_run_seen(struct nwb__events *ev, const struct nwb__log_job *job
     }
 }
 
+void nwb__events_run_changed(struct nwb__events *ev, const char *id, const char *program,
+                             const char *run, const char *change)
+{
+    if (ev != NULL) {
+        publish_run(ev, id, program, run, change);
+        flush_all(ev);
+    }
+}
+
 void nwb__events_telemetry(struct nwb__events *ev, const struct nwb__log_job *job,
                            int report_changed)
 {

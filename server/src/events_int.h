@@ -55,6 +55,11 @@ void nwb__events_log_written(struct nwb__events *ev, const struct nwb__log_job *
 /* A telemetry upload's run directory is known (job->dir): the run is active. */
 void nwb__events_run_seen(struct nwb__events *ev, const struct nwb__log_job *job);
 
+/* The run @p id (program, run) changed in a way GET /v1/runs/{id} shows (@p change: "crash",
+ * a crash package was attributed to it): a run event now. */
+void nwb__events_run_changed(struct nwb__events *ev, const char *id, const char *program,
+                             const char *run, const char *change);
+
 /* A telemetry upload of the run job->dir was answered; @p report_changed: telemetry.json was
  * rewritten with new content (stored, or a refusal recorded in it). */
 void nwb__events_telemetry(struct nwb__events *ev, const struct nwb__log_job *job,

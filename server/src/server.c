@@ -288,6 +288,16 @@ static void on_crash_change(void *ctx, const struct nwb__crash_settled *s)
     nwb__events_crash_note(srv->events, s->id, status, s->program, s->run);
 }
 
+/* The run index saw a run change (loop thread): a crash attributed to it is a run event. */
+static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned what)
+{
+    struct nwb_server *srv = ctx;
+
+    if (what & NWB__RUN_CHANGE_CRASH) {
+        nwb__events_run_changed(srv->events, info->id, info->program, info->run, "crash");
+    }
+}
+
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
 {
     const nwb_server_config_t *cfg = &srv->cfg;
@@ -442,6 +452,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     /* Then the ingest's one hook tells both the index and the event bus (the index's own,
      * set by attach, covered its start-up scan; no stream can be open yet). */
     nwb__crash_ingest_on_settled(srv->crash, on_crash_change, srv);
+    nwb__run_index_watch(srv->runs, on_run_change, srv);
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));

@@ -452,28 +452,35 @@ static void post_crash(int port, const void *body, size_t len, char *id, size_t 
     json_str(resp, "id", id, cap);
 }
 
-/* The next event is crash @p id in @p status, for program crashy, run c1 (the upload's), or the
- * package's manifest's (ta_package: ta_prog, 0123456789abcdef) once extracted. */
+/* @p b is event pos + 1, crash @p id in @p status, for program crashy, run c1 (the upload's),
+ * or the package's manifest's (ta_package: ta_prog, 0123456789abcdef) once extracted. */
+static uint64_t expect_crash_block(const struct nwb_test_sse_block *b, uint64_t pos, const char *id,
+                                   const char *status)
+{
+    const int manifest = strcmp(status, "extracted") == 0;
+    char v[128];
+
+    assert_int_equal(b->id, pos + 1);
+    assert_string_equal(b->event, "crash");
+    json_str(b->data, "id", v, sizeof(v));
+    assert_string_equal(v, id);
+    json_str(b->data, "status", v, sizeof(v));
+    assert_string_equal(v, status);
+    json_str(b->data, "program", v, sizeof(v));
+    assert_string_equal(v, manifest ? "ta_prog" : "crashy");
+    json_str(b->data, "run", v, sizeof(v));
+    assert_string_equal(v, manifest ? "0123456789abcdef" : "c1");
+    return b->id;
+}
+
+/* The next event is that crash. */
 static uint64_t expect_crash(struct nwb_test_sse *s, uint64_t pos, const char *id,
                              const char *status)
 {
-    const int manifest = strcmp(status, "extracted") == 0;
-
     struct nwb_test_sse_block b;
-    char v[128];
 
     next_event(s, &b);
-    assert_int_equal(b.id, pos + 1);
-    assert_string_equal(b.event, "crash");
-    json_str(b.data, "id", v, sizeof(v));
-    assert_string_equal(v, id);
-    json_str(b.data, "status", v, sizeof(v));
-    assert_string_equal(v, status);
-    json_str(b.data, "program", v, sizeof(v));
-    assert_string_equal(v, manifest ? "ta_prog" : "crashy");
-    json_str(b.data, "run", v, sizeof(v));
-    assert_string_equal(v, manifest ? "0123456789abcdef" : "c1");
-    return b.id;
+    return expect_crash_block(&b, pos, id, status);
 }
 
 static void test_events_crash_archives_queued_then_settled(void **state)
@@ -488,9 +495,39 @@ static void test_events_crash_archives_queued_then_settled(void **state)
     (void)state;
     assert_non_null(pkg);
     pos = open_stream(&s, f->port, "/v1/events", NULL, 0);
+    /* The run the package's manifest names (ta_prog, 0123456789abcdef), active first. */
+    assert_int_equal(post_text(f->port, "ta_prog", "0123456789abcdef", "before the crash\n"), 200);
+    {
+        struct nwb_test_sse_block b;
+
+        next_event(&s, &b);
+        assert_string_equal(b.event, "run");
+        next_event(&s, &b);
+        assert_string_equal(b.event, "log");
+        pos = b.id;
+    }
     post_crash(f->port, pkg, len, good, sizeof(good));
     pos = expect_crash(&s, pos, good, "queued");
-    pos = expect_crash(&s, pos, good, "extracted");
+    /* Then, in either order (two threads report them): the package extracted, and the run
+     * event of its run's crash count. */
+    for (int i = 0, crash = 0, run = 0; i < 2; i++) {
+        struct nwb_test_sse_block b;
+        char v[128];
+
+        next_event(&s, &b);
+        if (strcmp(b.event, "run") == 0) {
+            assert_int_equal(b.id, pos + 1);
+            assert_int_equal(run++, 0);
+            json_str(b.data, "change", v, sizeof(v));
+            assert_string_equal(v, "crash");
+            json_str(b.data, "run", v, sizeof(v));
+            assert_string_equal(v, "0123456789abcdef");
+            pos = b.id;
+        } else {
+            assert_int_equal(crash++, 0);
+            pos = expect_crash_block(&b, pos, good, "extracted");
+        }
+    }
     /* The same bytes again: already known, no change, no event. */
     post_crash(f->port, pkg, len, good, sizeof(good));
     post_crash(f->port, "not an archive at all", 21, bad, sizeof(bad));
