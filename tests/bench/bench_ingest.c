@@ -746,15 +746,26 @@ static const struct run_result *pick_run(const struct run_result *runs, int n)
     return best;
 }
 
+/* A run's rate, and the server CPU it spent per request (us; 0 when nothing was answered). */
+static double rate_of(const struct run_result *r)
+{
+    return r->req_s;
+}
+
+static double cpu_per_request_us(const struct run_result *r)
+{
+    return r->req_s > 0 ? 1e6 * r->server_cpu / r->req_s : 0.0;
+}
+
 /*
  * The target ratio of a case run @p n times: the median, over the runs where both succeeded,
- * of @p a's rate / @p b's rate within one repetition (the two ran back to back, so they saw the
- * same machine). One repetition's pair is the unit, which keeps a lucky run of one server from
- * meeting an unlucky run of the other. Returns -1 when no pair succeeded; @p list gets every
- * pair's ratio ("68.1, 71.5, 74.0") when there is more than one.
+ * of @p a's @p metric (its rate: rate_of) / @p b's within one repetition (the two ran back to
+ * back, so they saw the same machine). One repetition's pair is the unit, which keeps a lucky
+ * run of one server from meeting an unlucky run of the other. Returns -1 when no pair
+ * succeeded; @p list gets every pair's ratio ("68.1, 71.5, 74.0") when there is more than one.
  */
 static double paired_ratio(const struct run_result *a, const struct run_result *b, int n,
-                           char *list, size_t cap)
+                           double (*metric)(const struct run_result *), char *list, size_t cap)
 {
     double r[MAX_REPEAT];
     int m = 0;
@@ -762,8 +773,8 @@ static double paired_ratio(const struct run_result *a, const struct run_result *
 
     list[0] = '\0';
     for (int i = 0; i < n; i++) {
-        if (a[i].ok && b[i].ok && b[i].req_s > 0) {
-            r[m++] = a[i].req_s / b[i].req_s;
+        if (a[i].ok && b[i].ok && metric(&b[i]) > 0) {
+            r[m++] = metric(&a[i]) / metric(&b[i]);
         }
     }
     if (m == 0) {
@@ -1049,7 +1060,7 @@ struct verdict {
 static void verdict_of(const struct run_result *a_runs, const struct run_result *b_runs, int repeat,
                        const struct run_result *a, const struct run_result *b, struct verdict *v)
 {
-    const double paired = paired_ratio(a_runs, b_runs, repeat, v->pairs, sizeof(v->pairs));
+    const double paired = paired_ratio(a_runs, b_runs, repeat, rate_of, v->pairs, sizeof(v->pairs));
     const double other = a->other_cpu > b->other_cpu ? a->other_cpu : b->other_cpu;
 
     v->measured = a->ok && b->ok && b->req_s > 0 && paired >= 0;
@@ -1256,13 +1267,13 @@ static void follow_cells(const struct run_result *r, int followers, char *cells,
     const struct nwb_bench_follow_stats *f = &r->fol;
 
     if (followers == 0 || f->seconds <= 0) {
-        snprintf(cells, cap, "- | - | -");
+        snprintf(cells, cap, "%.1f | - | - | -", cpu_per_request_us(r));
         return;
     }
-    snprintf(cells, cap, "%.1f | %.1f (%llu of %llu answered 200) | %.2f",
-             (double)f->events / followers / f->seconds, (double)f->polls / f->seconds,
-             (unsigned long long)f->polls_ok, (unsigned long long)f->polls,
-             (double)f->poll_bytes / 1e6 / f->seconds);
+    snprintf(cells, cap, "%.1f | %.1f | %.1f (%llu of %llu answered 200) | %.2f",
+             cpu_per_request_us(r), (double)f->events / followers / f->seconds,
+             (double)f->polls / f->seconds, (unsigned long long)f->polls_ok,
+             (unsigned long long)f->polls, (double)f->poll_bytes / 1e6 / f->seconds);
 }
 
 /* Followers that kept their stream whole and were answered: 1, or 0 with @p why. */
@@ -1318,9 +1329,9 @@ static int followers_section(const struct options *o, uint64_t *lat)
            o->followers, NWB_BENCH_FOLLOW_TAIL, NWB_BENCH_FOLLOW_TAIL);
     print_bodies(o, bodies);
     printf("\n| followers | body | conns | req/s | body MB/s | records/s | p50 us | p99 us | "
-           "non-200 | lost | CPU server / loadgen / other | records written | events/s per "
-           "follower | log polls/s | poll MB/s | vs none |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "non-200 | lost | CPU server / loadgen / other | records written | server CPU us/req "
+           "| events/s per follower | log polls/s | poll MB/s | vs none |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int s = 0; s < o->nsizes; s++) {
         for (int k = 0; k < o->nconns; k++) {
             for (int v = 0; v < 2; v++) {
@@ -1360,6 +1371,20 @@ static int followers_section(const struct options *o, uint64_t *lat)
                          bodies[s].len, o->conns[k], n, z, &v, result);
         }
     }
+    /* The server's own cost, less disturbed by other load than the rate: information only. */
+    printf("\nServer CPU per request with followers / without, median of the paired ratios "
+           "(information: what the followers cost the server itself, not the machine):");
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int k = 0; k < o->nconns; k++) {
+            char pairs[160];
+            const double r = paired_ratio(runs[s][k][1], runs[s][k][0], o->repeat,
+                                          cpu_per_request_us, pairs, sizeof(pairs));
+
+            printf("%s %zu bytes x %d conns %.1f%%", s + k > 0 ? ";" : "", bodies[s].len,
+                   o->conns[k], 100.0 * r);
+        }
+    }
+    printf(".\n");
     printf("\nlive followers targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
     for (int s = 0; s < o->nsizes; s++) {
         nwb_free(bodies[s].data);

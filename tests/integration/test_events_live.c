@@ -5,7 +5,8 @@
  * log and telemetry events arrive in order with consecutive ids, every data line strict JSON;
  * its last log event carries log.txt's size and its telemetry events count every delivered
  * upload; a second stream that left mid-run and came back with Last-Event-ID gets exactly the
- * events it missed, once each.
+ * events it missed, once each. Across a restart on the same --out, a client's last id belongs
+ * to the old lifetime: it gets a reset, then the run it follows is announced active again.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -321,12 +322,67 @@ static void test_events_live_demo_run_is_followed_in_order_and_resumed_without_l
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* POST one text line to (restart, r1); the next events are its run and log events. */
+static uint64_t post_line(struct fx *f, struct nwb_test_sse *s, int run_event, char *id, size_t cap)
+{
+    struct nwb_test_sse_block b;
+
+    assert_int_equal(nwb_test_http(f->srv.port, "POST", "/v1/log",
+                                   "Content-Type: text/plain\r\nX-NWB-Program: restart\r\n"
+                                   "X-NWB-Run: r1\r\n",
+                                   "a line\n", 7, NULL, 0),
+                     200);
+    if (run_event) {
+        assert_int_equal(nwb_test_sse_next_event(s, &b, WAIT_MS), 1);
+        assert_string_equal(b.event, "run");
+        json_str(b.data, "id", id, cap);
+    }
+    assert_int_equal(nwb_test_sse_next_event(s, &b, WAIT_MS), 1);
+    assert_string_equal(b.event, "log");
+    return b.id;
+}
+
+static void test_events_live_restart_gives_a_reset_then_the_run_again(void **state)
+{
+    struct fx *f = *state;
+    static struct nwb_test_sse s;
+    struct nwb_test_sse_block b;
+    char out[600], hdr[64], id[RUN_ID_MAX], again[RUN_ID_MAX];
+    uint64_t last;
+    int status;
+
+    assert_int_equal(nwb_test_sse_open(&s, f->srv.port, "/v1/events", NULL, 0, WAIT_MS), 0);
+    (void)first_position(&s);
+    last = post_line(f, &s, 1, id, sizeof(id));
+    status = nwb_test_server_stop(&f->srv, SIGTERM, 10000);
+    f->srv_up = 0;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(nwb_test_sse_wait_closed(&s, WAIT_MS)); /* the stream ends with the server */
+    nwb_test_sse_close(&s);
+
+    snprintf(out, sizeof(out), "%s/srv", f->dir);
+    assert_int_equal(nwb_test_server_start(&f->srv, NULL, out, 0, NULL), 0);
+    f->srv_up = 1;
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %llu\r\n", (unsigned long long)last);
+    assert_int_equal(nwb_test_sse_open(&s, f->srv.port, "/v1/events", hdr, 0, WAIT_MS), 0);
+    assert_int_equal(s.status, 200);
+    assert_int_equal(nwb_test_sse_next(&s, &b, WAIT_MS), 1);
+    assert_string_equal(b.event, "reset");
+    assert_true(b.id > last); /* the new lifetime's ids are larger */
+    /* The same run, written again: active in this lifetime, the same directory. */
+    (void)post_line(f, &s, 1, again, sizeof(again));
+    assert_string_equal(again, id);
+    nwb_test_sse_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_events_live_demo_run_is_followed_in_order_and_resumed_without_loss, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(test_events_live_restart_gives_a_reset_then_the_run_again,
+                                        setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
