@@ -87,6 +87,7 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     const int src = nwb__crash_store_raw_open(&ci->store, job, &len);
     nwb__crash_settled_fn fn;
     void *fn_ctx;
+    int settled;
     int rc;
 
     memset(&info, 0, sizeof(info));
@@ -118,12 +119,14 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     nwb__crash_store_settle(&ci->store, &ci->caps, job, rc, reason, &ci->totals);
     fn = ci->settled_fn;
     fn_ctx = ci->settled_ctx;
+    /* Settled only when its marker is gone (a failed move keeps it for the next start). */
+    settled = (rc == 0 || rc == NWB_EARCHIVE) && !nwb__crash_store_is_queued(&ci->store, job->id);
     pthread_mutex_unlock(&ci->lock);
-    if (fn != NULL && (rc == 0 || rc == NWB_EARCHIVE)) {
+    if (fn != NULL && settled) {
         const int named = rc == 0 && info.manifest.program[0] != '\0';
         const struct nwb__crash_settled s = {job->id, rc == 0,
                                              named ? info.manifest.program : job->program,
-                                             named ? info.manifest.run : job->run};
+                                             named ? info.manifest.run : job->run, 0};
 
         fn(fn_ctx, &s);
     }
@@ -325,6 +328,12 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
             (void)queue_push(ci, &job);
             ci->totals.uploads_total++;
             memcpy(id_out, job.id, sizeof(job.id));
+            if (ci->settled_fn != NULL) {
+                /* With the lock held: the worker settles it (and says so) only after this. */
+                const struct nwb__crash_settled s = {job.id, 0, job.program, job.run, 1};
+
+                ci->settled_fn(ci->settled_ctx, &s);
+            }
         }
     }
     pthread_mutex_unlock(&ci->lock);

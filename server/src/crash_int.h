@@ -104,20 +104,24 @@ int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_
 int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, char **json,
                                size_t *len);
 
-/* An archive the crash worker settled: extracted into a package, or found invalid. */
+/* An archive the crash worker settled (extracted into a package, or found invalid), or, with
+ * queued set, one a submit just stored (neither yet). */
 struct nwb__crash_settled {
     const char *id;      /* 32 lowercase hex digits */
     int extracted;       /* 1: crashes/packages/<id>/; 0: crashes/invalid/<id>.<ext> */
     const char *program; /* the manifest's, when the package names one; else the upload's */
     const char *run;     /* X-NWB-Program / X-NWB-Run (sanitised, "unknown" when missing) */
+    int queued;          /* 1: stored, waiting for the worker (extracted is 0) */
 };
 
 /* Told about settled archives; the pointers are valid for the call only. */
 typedef void (*nwb__crash_settled_fn)(void *ctx, const struct nwb__crash_settled *s);
 
 /**
- * Call @p fn(@p ctx) on the crash worker thread (no lock of the ingest held) after each
- * archive it settles from now on; NULL stops. Keep it short: extraction waits meanwhile.
+ * Call @p fn(@p ctx) after each archive a submit stores (queued: on the submitting thread,
+ * the ingest's lock held, so it comes before that archive's settle notice) and each one the
+ * crash worker settles (on its thread, no lock held), from now on; NULL stops. Keep it short:
+ * submits and extraction wait meanwhile; it must not call the ingest.
  */
 void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn,
                                   void *ctx);

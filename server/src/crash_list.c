@@ -381,6 +381,7 @@ int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_f
         s.extracted = r->has[NWB__CRASH_PACKAGES];
         s.program = m.program;
         s.run = m.run;
+        s.queued = 0;
         fn(ctx, &s);
     }
     nwb_free(recs);

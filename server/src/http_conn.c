@@ -7,7 +7,9 @@
  * routes complete requests and writes their answers. One request at a time:
  * bytes of a pipelined next request wait in a bounded stash. A connection
  * whose job is with the log worker (or whose work is on the thread pool)
- * stays allocated until it returns. Each route has its own body limit.
+ * stays allocated until it returns. Each route has its own body limit. A GET /v1/events
+ * answer turns the connection into a stream (events.c writes it) that lasts until a side
+ * closes; the connection then only reads to see the client go, discarding what it sends.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 
 #include "nwb/alloc.h"
 #include "read_int.h"
+#include "events_int.h"
 #include "server_int.h"
 
 static char ok_head[] =
@@ -77,6 +80,7 @@ static void conn_free(struct nwb__conn *c)
     nwb_free(c->pend);
     nwb_free(c->resp_body);
     nwb__read_release(c);
+    nwb__events_stream_free(c->stream); /* its writes' callbacks ran before the close's */
     nwb_free(c);
     nwb__server_maybe_finish(srv);
 }
@@ -110,6 +114,7 @@ static void conn_close(struct nwb__conn *c)
         return;
     }
     c->state = NWB__CONN_CLOSED;
+    nwb__events_stream_detach(c->stream);
     nwb__flow_forget(c->srv, c);
     body_release(c);
     c->reading = 0;
@@ -131,8 +136,8 @@ static int wants_read(const struct nwb__conn *c)
     if (c->state == NWB__CONN_CLOSED) {
         return 0;
     }
-    if (c->state == NWB__CONN_LINGER) {
-        return 1;
+    if (c->state == NWB__CONN_LINGER || c->state == NWB__CONN_STREAMING) {
+        return 1; /* only to see the peer's FIN (what it sends is discarded) */
     }
     if (c->peer_eof || srv->reading_paused || srv->stopping) {
         return 0;
@@ -509,6 +514,21 @@ static void conn_on_head(struct nwb__conn *c)
     send_continue(c);
 }
 
+void nwb__conn_stream_begin(struct nwb__conn *c, struct nwb__event_stream *stream)
+{
+    nwb__metrics_count_status(&c->srv->metrics, 200);
+    uv_timer_stop(&c->timer); /* neither idle nor slow: the stream's own cap bounds a reader */
+    c->stream = stream;
+    c->state = NWB__CONN_STREAMING;
+    c->close_after = 1;
+    nwb__conn_update_reading(c);
+}
+
+void nwb__conn_stream_close(struct nwb__conn *c)
+{
+    conn_close(c);
+}
+
 void nwb__conn_budget_granted(struct nwb__conn *c)
 {
     int status;
@@ -576,7 +596,8 @@ static size_t conn_process(struct nwb__conn *c, const char *data, size_t len, in
         size_t used;
         int ev;
 
-        if (c->state == NWB__CONN_CLOSED || c->state == NWB__CONN_LINGER) {
+        if (c->state == NWB__CONN_CLOSED || c->state == NWB__CONN_LINGER ||
+            c->state == NWB__CONN_STREAMING) {
             off = len; /* discarded */
             break;
         }
@@ -646,7 +667,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct nwb__conn *c = h->data;
 
     (void)suggested;
-    if (c->state == NWB__CONN_LINGER || (parse_state(c->state) && c->pend_len == 0)) {
+    if (c->state == NWB__CONN_LINGER || c->state == NWB__CONN_STREAMING ||
+        (parse_state(c->state) && c->pend_len == 0)) {
         /* The body's own bytes only: a pooled buffer is larger, and what follows the body
          * belongs to the next request. */
         const size_t want = c->body_cap < (size_t)c->req.content_length
@@ -712,7 +734,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_on_eof(c);
         return;
     }
-    if (c->state == NWB__CONN_LINGER) {
+    if (c->state == NWB__CONN_LINGER || c->state == NWB__CONN_STREAMING) {
         return; /* discarded */
     }
     if (c->pend != NULL && buf->base == c->pend + c->pend_len) {

@@ -6,7 +6,7 @@
  * fields, any Transfer-Encoding but one "chunked" (501, RFC 9112 section 6.1).
  * Enforces the head bounds (bytes, field count) and keeps only the
  * header values the server uses (run identity, Content-Type, Expect,
- * Content-Encoding, Authorization), in fixed buffers. No sockets: tests feed
+ * Content-Encoding, Authorization, Last-Event-ID), in fixed buffers. No sockets: tests feed
  * it bytes directly.
  */
 #include <string.h>
@@ -27,6 +27,7 @@ enum {
     H_CENC,
     H_AUTH,
     H_TE,
+    H_LAST_EVENT_ID,
 };
 
 /* The one transfer coding the server implements (RFC 9112 section 6.1: others are 501). */
@@ -131,6 +132,8 @@ static int on_header_field_complete(llhttp_t *p)
         id = H_AUTH;
     } else if (field_is(r, "transfer-encoding")) {
         id = H_TE;
+    } else if (field_is(r, "last-event-id")) {
+        id = H_LAST_EVENT_ID;
     }
     r->field_len = 0;
     if (id == H_TE && (r->seen & (1u << H_TE)) != 0) {
@@ -169,6 +172,12 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
             r->seq_long = 1;
         }
         append(r->seq, sizeof(r->seq), &r->seq_len, at, n);
+        break;
+    case H_LAST_EVENT_ID:
+        if (r->last_event_id_len + n > sizeof(r->last_event_id)) {
+            r->last_event_id_long = 1;
+        }
+        append(r->last_event_id, sizeof(r->last_event_id), &r->last_event_id_len, at, n);
         break;
     case H_CTYPE:
         append(r->ctype, sizeof(r->ctype), &r->ctype_len, at, n);
@@ -224,6 +233,10 @@ static int on_header_value_complete(llhttp_t *p)
     case H_SEQ:
         trim_right(r->seq, &r->seq_len);
         r->has_seq = 1;
+        break;
+    case H_LAST_EVENT_ID:
+        trim_right(r->last_event_id, &r->last_event_id_len);
+        r->has_last_event_id = 1;
         break;
     case H_CTYPE:
         r->has_ctype = 1;
@@ -498,27 +511,52 @@ int nwb__http_req_ctype_is(const struct nwb__http_req *r, const char *type)
     return 1;
 }
 
-int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq)
+/* A header value that must be a decimal u64: 0 with *out, or -1 (empty, too long, not digits). */
+static int decimal_value(const char *s, size_t len, int too_long, uint64_t *out)
 {
     uint64_t v = 0;
 
-    *has_seq = 0;
-    *seq = 0;
-    if (!r->has_seq) {
-        return 0;
-    }
-    if (r->seq_long || r->seq_len == 0) {
+    if (too_long || len == 0) {
         return -1;
     }
-    for (size_t i = 0; i < r->seq_len; i++) {
-        const unsigned d = (unsigned)(r->seq[i] - '0');
+    for (size_t i = 0; i < len; i++) {
+        const unsigned d = (unsigned)(s[i] - '0');
 
         if (d > 9 || v > (UINT64_MAX - d) / 10) {
             return -1;
         }
         v = v * 10 + d;
     }
+    *out = v;
+    return 0;
+}
+
+int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq)
+{
+    *has_seq = 0;
+    *seq = 0;
+    if (!r->has_seq) {
+        return 0;
+    }
+    if (decimal_value(r->seq, r->seq_len, r->seq_long, seq) != 0) {
+        *seq = 0;
+        return -1;
+    }
     *has_seq = 1;
-    *seq = v;
+    return 0;
+}
+
+int nwb__http_req_last_event_id(const struct nwb__http_req *r, int *has_id, uint64_t *id)
+{
+    *has_id = 0;
+    *id = 0;
+    if (!r->has_last_event_id) {
+        return 0;
+    }
+    if (decimal_value(r->last_event_id, r->last_event_id_len, r->last_event_id_long, id) != 0) {
+        *id = 0;
+        return -1;
+    }
+    *has_id = 1;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nwb/error.h"
+#include "events_int.h"
 #include "server_int.h"
 
 int nwb__log_on_head(struct nwb__conn *c)
@@ -81,6 +82,7 @@ void nwb__log_job_done(struct nwb__conn *c)
         m->tokens_unknown += job->tok_unknown;
         m->bytes += job->body_len;
         m->batches++;
+        nwb__events_log_written(c->srv->events, job);
         nwb__conn_respond(c, 200, NULL, NULL, 0, 0, NULL);
         break;
     case NWB__JOB_DUPLICATE:

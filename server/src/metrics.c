@@ -14,6 +14,7 @@
 #include "nwb/json.h"
 #include "nwb/log_line.h"
 #include "crash_int.h"
+#include "events_int.h"
 #include "server_int.h"
 
 /* The status codes the server answers with; the last slot counts any other. */
@@ -112,6 +113,7 @@ static void loop_part(struct nwb_server *srv, struct text *t)
              "nwb_namesym_tokens_total{result=\"decoded\"} %llu\n"
              "nwb_namesym_tokens_total{result=\"unknown\"} %llu\n",
              (unsigned long long)m->tokens_decoded, (unsigned long long)m->tokens_unknown);
+    t->full = t->full || nwb__events_metrics_write(srv->events, &t->b) != 0;
 }
 
 static void run_tokens(void *ctx, const char *program, const char *run, uint64_t decoded,

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "events_int.h"
 #include "read_int.h"
 #include "server_int.h"
 #include "viewer_int.h"
@@ -29,6 +30,7 @@ static const struct nwb__route routes[] = {
     {"/v1/runs/*/telemetry", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL,
      nwb__read_telemetry_handle, NULL},
     {"/v1/crashes/", 1, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
+    {"/v1/events", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__events_handle, NULL},
     {"/v1/health", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__health_handle, NULL},
     {"/metrics", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__metrics_handle, NULL},
 };

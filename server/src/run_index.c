@@ -743,8 +743,12 @@ static void crash_seen(void *ctx, const struct nwb__crash_settled *s)
 void nwb__run_index_crash_settled(void *ctx, const struct nwb__crash_settled *s)
 {
     struct nwb__run_index *idx = ctx;
-    struct crash_note *n = nwb_malloc(sizeof(*n));
+    struct crash_note *n;
 
+    if (s->queued) {
+        return; /* counted once settled */
+    }
+    n = nwb_malloc(sizeof(*n));
     if (n == NULL) {
         return; /* counted at the next start */
     }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server.c - the server's lifecycle: settings check, loading the name
- * symbols, the log worker, the listener, the run index, the crash ingest,
- * signals (SIGHUP reloads the name symbols), and the graceful stop (stop
- * accepting, answer what is complete, stop the crash worker, then drain and
- * join the log worker, write the run index's counters, close every handle).
+ * symbols, the log worker, the listener, the run index, the event bus of
+ * GET /v1/events, the crash ingest, signals (SIGHUP reloads the name
+ * symbols), and the graceful stop (stop accepting, answer what is complete,
+ * stop the crash worker, then drain and join the log worker, write the run
+ * index's counters, close every handle).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 #include "crash_int.h"
+#include "events_int.h"
 #include "read_int.h"
 #include "server_int.h"
 
@@ -222,8 +224,21 @@ static int start_signals(struct nwb_server *srv, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* The run index or the event bus closed its handles (each counts as one of handles_open);
+ * after a failed create the last handle frees the server. */
+static void on_part_closed(void *ctx)
+{
+    struct nwb_server *srv = ctx;
+
+    if (--srv->handles_open == 0 && srv->failed) {
+        srv_free(srv);
+    }
+}
+
 static void close_own_handles(struct nwb_server *srv)
 {
+    nwb__events_close(srv->events, on_part_closed, srv);
+    srv->events = NULL;
     close_handle(srv, (uv_handle_t *)&srv->listener);
     close_handle(srv, (uv_handle_t *)&srv->stop_async);
     close_handle(srv, (uv_handle_t *)&srv->sigint);
@@ -262,6 +277,27 @@ static int names_start(struct nwb_server *srv, char *errbuf, size_t errlen)
                            errbuf, errlen);
 }
 
+/* Every crash archive stored or settled (crash_int.h; the submitting thread or the crash
+ * worker): the run index counts settled ones, the event bus announces each change. */
+static void on_crash_change(void *ctx, const struct nwb__crash_settled *s)
+{
+    struct nwb_server *srv = ctx;
+    const char *const status = s->queued ? "queued" : s->extracted ? "extracted" : "invalid";
+
+    nwb__run_index_crash_settled(srv->runs, s);
+    nwb__events_crash_note(srv->events, s->id, status, s->program, s->run);
+}
+
+/* The run index saw a run change (loop thread): a crash attributed to it is a run event. */
+static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned what)
+{
+    struct nwb_server *srv = ctx;
+
+    if (what & NWB__RUN_CHANGE_CRASH) {
+        nwb__events_run_changed(srv->events, info->id, info->program, info->run, "crash");
+    }
+}
+
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
 {
     const nwb_server_config_t *cfg = &srv->cfg;
@@ -297,16 +333,6 @@ static void names_release(struct nwb_server *srv)
     srv->names = NULL;
 }
 
-/* The run index closed its handles (it counts as one of handles_open). */
-static void on_runs_closed(void *ctx)
-{
-    struct nwb_server *srv = ctx;
-
-    if (--srv->handles_open == 0 && srv->failed) {
-        srv_free(srv);
-    }
-}
-
 /* Failed create: close what was opened; the memory goes once the handles closed. */
 static void on_failed_closed(uv_handle_t *h)
 {
@@ -336,8 +362,10 @@ static void fail_cleanup(struct nwb_server *srv)
     }
     srv->failed = 1;
     if (srv->runs != NULL) {
-        nwb__run_index_close(srv->runs, on_runs_closed, srv);
+        nwb__run_index_close(srv->runs, on_part_closed, srv);
     }
+    nwb__events_close(srv->events, on_part_closed, srv);
+    srv->events = NULL;
     for (int i = 0; i < 5; i++) {
         if (hs[i]->data == srv && !uv_is_closing(hs[i])) {
             uv_close(hs[i], on_failed_closed);
@@ -383,6 +411,15 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
+    err = nwb__events_create(srv, &srv->events);
+    if (err) {
+        char ebuf[96];
+
+        snprintf(errbuf, errlen, "cannot start the event bus: %s",
+                 nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+        goto fail;
+    }
+    srv->handles_open++;
     err = names_start(srv, errbuf, errlen);
     if (err) {
         goto fail;
@@ -412,6 +449,10 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
         goto fail;
     }
     nwb__run_index_attach_crashes(srv->runs, srv->crash);
+    /* Then the ingest's one hook tells both the index and the event bus (the index's own,
+     * set by attach, covered its start-up scan; no stream can be open yet). */
+    nwb__crash_ingest_on_settled(srv->crash, on_crash_change, srv);
+    nwb__run_index_watch(srv->runs, on_run_change, srv);
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));
@@ -479,7 +520,7 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     srv->worker = NULL;
     names_release(srv);
     /* Every job came back: the counters are final. */
-    nwb__run_index_close(srv->runs, on_runs_closed, srv);
+    nwb__run_index_close(srv->runs, on_part_closed, srv);
     close_own_handles(srv);
 }
 

@@ -32,6 +32,8 @@
 
 struct nwb__names;
 struct nwb__crash_ingest;
+struct nwb__events;       /* events_int.h: GET /v1/events */
+struct nwb__event_stream; /* one open GET /v1/events answer */
 
 /* ---- fixed internal bounds (docs/operations.md, "Bounds") ---- */
 #define NWB__READ_BUF_SIZE (64u * 1024u) /* one socket read; also the pipelined-bytes stash cap */
@@ -128,6 +130,10 @@ struct nwb__http_req {
     char te[16]; /* Transfer-Encoding: only "chunked" is accepted (else 501) */
     size_t te_len;
     int te_long;
+    char last_event_id[24]; /* Last-Event-ID (GET /v1/events): a decimal event id */
+    size_t last_event_id_len;
+    int last_event_id_long;
+    int has_last_event_id;
     int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
     size_t auth_len;
     int has_auth, auth_long; /* Authorization present; longer than NWB__AUTH_VALUE_MAX */
@@ -157,6 +163,9 @@ int nwb__http_req_ctype_is(const struct nwb__http_req *r, const char *type);
 
 /* X-NWB-Seq: 0 with *has_seq 0 (absent) or 1 and *seq; -1 when present but not a decimal u64. */
 int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq);
+
+/* Last-Event-ID, like X-NWB-Seq: 0 with *has_id 0 or 1 and *id; -1 when not a decimal u64. */
+int nwb__http_req_last_event_id(const struct nwb__http_req *r, int *has_id, uint64_t *id);
 
 /* ---- http_response.c ---- */
 
@@ -340,6 +349,7 @@ enum {
     NWB__CONN_WAIT_QUEUE,  /* job ready, waiting for room in the worker's queue */
     NWB__CONN_IN_WORKER,   /* job queued or being written */
     NWB__CONN_WRITING,     /* response being sent */
+    NWB__CONN_STREAMING,   /* an event stream (GET /v1/events): open until a side closes */
     NWB__CONN_LINGER,      /* closing response sent, waiting for the peer's FIN */
     NWB__CONN_CLOSED,      /* handles closing; freed when they are and no job is out */
 };
@@ -383,6 +393,7 @@ struct nwb__conn {
     struct nwb__work work;
     struct nwb__conn *tel_next; /* srv->tel_head: waiting for the telemetry ingest */
     size_t read_reserved;       /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
+    struct nwb__event_stream *stream; /* NWB__CONN_STREAMING: the events' side (events.c) */
 };
 
 /* Accept one connection from the listener (or refuse it over the cap). */
@@ -401,6 +412,18 @@ void nwb__conn_respond_error(struct nwb__conn *c, int status, const char *reason
 
 /* Flow control moved the connection on (budget granted: read the body). */
 void nwb__conn_budget_granted(struct nwb__conn *c);
+
+/*
+ * Turn the current request's connection into a stream (GET /v1/events) owned by @p stream
+ * (events.c writes the answer, head included, on c->tcp): counts a 200, stops the timers,
+ * discards whatever the client pipelines and keeps reading only to see it close. The
+ * connection ends when either side closes (nwb__conn_stream_close()); its close detaches
+ * the stream (nwb__events_stream_detach) and its free frees it (nwb__events_stream_free).
+ */
+void nwb__conn_stream_begin(struct nwb__conn *c, struct nwb__event_stream *stream);
+
+/* End a stream now (cut off, write failure, server stopping); unsent bytes are dropped. */
+void nwb__conn_stream_close(struct nwb__conn *c);
 
 /* The worker finished the connection's job (result in c->job). */
 void nwb__conn_job_finished(struct nwb__conn *c);
@@ -769,6 +792,8 @@ struct nwb_server {
     struct nwb__run_index *runs;
     size_t read_bytes; /* read answers being built or written (NWB__READ_ANSWERS_MAX) */
     int failed;        /* create failed: the last handle closed frees the server */
+    /* GET /v1/events: the event bus (events_int.h); counts as one of handles_open */
+    struct nwb__events *events;
     /* telemetry ingest: one at a time, the rest wait in order */
     struct nwb__tel_ingest_metrics tel_metrics;
     int tel_busy;

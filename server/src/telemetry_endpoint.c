@@ -12,6 +12,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "events_int.h"
 #include "read_int.h"
 #include "server_int.h"
 
@@ -74,6 +75,10 @@ static void tel_done(struct nwb__conn *c)
     if (t->res.http_status == 200 && !t->res.duplicate) {
         nwb__run_index_telemetry(srv->runs, c->job.dir, c->job.program, c->job.run);
     }
+    /* The report is rewritten for a stored upload and for a refusal it records (400, 413). */
+    nwb__events_telemetry(srv->events, &c->job,
+                          (t->res.http_status == 200 && !t->res.duplicate) ||
+                              t->res.http_status == 400 || t->res.http_status == 413);
     if (c->state != NWB__CONN_CLOSED && t->res.body.len == 0) {
         nwb__conn_respond_error(c, 500, "out of memory building the telemetry answer");
     } else if (c->state != NWB__CONN_CLOSED) {
@@ -168,5 +173,6 @@ void nwb__tel_job_done(struct nwb__conn *c)
         nwb__conn_respond_error(c, 503, msg);
         return;
     }
+    nwb__events_run_seen(c->srv->events, &c->job);
     tel_queue(c);
 }

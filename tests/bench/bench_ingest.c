@@ -8,7 +8,9 @@
  * null server, with PASS/FAIL against the targets. With --tokens N, also
  * runs nwb-logserver on bodies whose messages hold N #name tokens, without
  * and with a sidecar (made with nwb-namesym build) naming them: the cost of
- * name decoding.
+ * name decoding. With --followers N, also runs nwb-logserver without and with
+ * N live followers (GET /v1/events and log range polls, bench_ingest_follow.c):
+ * the cost of being watched.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -32,6 +34,7 @@
 #include "nwb/name.h"
 #include "nwb/safe_name.h"
 
+#include "bench_ingest_follow.h"
 #include "bench_ingest_reclaim.h"
 #include "bench_util.h"
 
@@ -67,6 +70,15 @@ struct options {
     int tokens_only;         /* --tokens-only: only the name-decoding comparison */
     int tokens;              /* #name tokens per message in the decoding comparison; 0 = none */
     const char *namesym_exe; /* nwb-namesym, to build the sidecar */
+    int followers;           /* live followers in the followers comparison; 0 = not run */
+    int followers_only;      /* --followers-only: only that comparison */
+};
+
+/* nwb-logserver as one side of a paired comparison (tokens_section, followers_section). */
+struct variant {
+    const char *name;        /* in the tables and the progress lines */
+    const char *namesym_dir; /* --namesym-dir, or NULL */
+    int followers;           /* live followers during the run; 0 = none */
 };
 
 struct body {
@@ -99,6 +111,7 @@ struct run_result {
     int exit_status;
     int stopped_early;     /* a request or byte bound ended the run */
     long long tok_decoded; /* nwb_namesym_tokens_total{result="decoded"} (-1: not read) */
+    struct nwb_bench_follow_stats fol; /* the followers' view (variant->followers > 0) */
 };
 
 struct conn {
@@ -569,25 +582,16 @@ static long long metrics_records(int port, long long *decoded)
 {
     static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Connection: close\r\n\r\n";
-    struct timeval tv = {5, 0};
-    struct sockaddr_in a;
     char buf[64 * 1024];
     size_t used = 0;
     long long v = -1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int fd = nwb_bench_connect(port, 5000);
 
     *decoded = -1;
     if (fd < 0) {
         return -1;
     }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
         close(fd);
         return -1;
     }
@@ -613,11 +617,13 @@ static long long metrics_records(int port, long long *decoded)
 
 /* ---- one server under one load ---- */
 
-/* One run; @p namesym_dir: passed to nwb-logserver as --namesym-dir (NULL: none). */
+/* One run; @p v: nwb-logserver's variant (NULL: plain). */
 static void run_one(const struct options *o, int srv_kind, const struct body *b, int nconns,
-                    const char *namesym_dir, struct run_result *r, uint64_t *lat)
+                    const struct variant *v, struct run_result *r, uint64_t *lat)
 {
     static struct load l;
+    const char *const namesym_dir = v != NULL ? v->namesym_dir : NULL;
+    struct nwb_bench_follow *fol = NULL;
     struct nwb_bench_reclaim *reclaim = NULL;
     struct nwb_bench_proc proc;
     int punch_failed = 0;
@@ -656,10 +662,19 @@ static void run_one(const struct options *o, int srv_kind, const struct body *b,
         nwb_bench_rmtree(dir);
         return;
     }
+    /* Followers watch from before the first request, like a viewer already open. */
+    if (v != NULL && v->followers > 0 &&
+        nwb_bench_follow_start(proc.port, v->followers, 10000, &fol, err, sizeof(err)) != 0) {
+        snprintf(r->error, sizeof(r->error), "%.250s", err);
+        nwb_bench_proc_stop(&proc, SIGKILL, 10000);
+        nwb_bench_rmtree(dir);
+        return;
+    }
     if (nwb_bench_reclaim_create(dir, srv_kind == SRV_NULL ? "null-bodies.bin" : "log.txt",
                                  o->punch_mb * 1024u * 1024u, srv_kind == SRV_NWB && o->verify_disk,
                                  &reclaim) != 0) {
         snprintf(r->error, sizeof(r->error), "out of memory");
+        nwb_bench_follow_stop(fol, &r->fol);
         nwb_bench_proc_stop(&proc, SIGKILL, 10000);
         nwb_bench_rmtree(dir);
         return;
@@ -685,6 +700,7 @@ static void run_one(const struct options *o, int srv_kind, const struct body *b,
         run_load(&l);
         close(l.ep);
     }
+    nwb_bench_follow_stop(fol, &r->fol);
     if (srv_kind == SRV_NWB) {
         /* Every request was answered: the server says how many records it wrote. */
         const long long lines = metrics_records(proc.port, &r->tok_decoded);
@@ -730,15 +746,26 @@ static const struct run_result *pick_run(const struct run_result *runs, int n)
     return best;
 }
 
+/* A run's rate, and the server CPU it spent per request (us; 0 when nothing was answered). */
+static double rate_of(const struct run_result *r)
+{
+    return r->req_s;
+}
+
+static double cpu_per_request_us(const struct run_result *r)
+{
+    return r->req_s > 0 ? 1e6 * r->server_cpu / r->req_s : 0.0;
+}
+
 /*
  * The target ratio of a case run @p n times: the median, over the runs where both succeeded,
- * of @p a's rate / @p b's rate within one repetition (the two ran back to back, so they saw the
- * same machine). One repetition's pair is the unit, which keeps a lucky run of one server from
- * meeting an unlucky run of the other. Returns -1 when no pair succeeded; @p list gets every
- * pair's ratio ("68.1, 71.5, 74.0") when there is more than one.
+ * of @p a's @p metric (its rate: rate_of) / @p b's within one repetition (the two ran back to
+ * back, so they saw the same machine). One repetition's pair is the unit, which keeps a lucky
+ * run of one server from meeting an unlucky run of the other. Returns -1 when no pair
+ * succeeded; @p list gets every pair's ratio ("68.1, 71.5, 74.0") when there is more than one.
  */
 static double paired_ratio(const struct run_result *a, const struct run_result *b, int n,
-                           char *list, size_t cap)
+                           double (*metric)(const struct run_result *), char *list, size_t cap)
 {
     double r[MAX_REPEAT];
     int m = 0;
@@ -746,8 +773,8 @@ static double paired_ratio(const struct run_result *a, const struct run_result *
 
     list[0] = '\0';
     for (int i = 0; i < n; i++) {
-        if (a[i].ok && b[i].ok && b[i].req_s > 0) {
-            r[m++] = a[i].req_s / b[i].req_s;
+        if (a[i].ok && b[i].ok && metric(&b[i]) > 0) {
+            r[m++] = metric(&a[i]) / metric(&b[i]);
         }
     }
     if (m == 0) {
@@ -799,8 +826,13 @@ static void usage(FILE *f)
             "                   and with a sidecar naming them (default 0: not run)\n"
             "  --tokens-only    only that comparison, not the null-server one (needs --tokens)\n"
             "  --namesym-exe P  nwb-namesym, to build that sidecar (default: the one built\n"
-            "                   with this benchmark)\n",
-            MAX_CONNS, MAX_TOKENS);
+            "                   with this benchmark)\n"
+            "  --followers N    also measure live followers: nwb-logserver without and with N\n"
+            "                   clients (1..%d) each following GET /v1/events and reading the\n"
+            "                   newest part of one run's log on every log event of it\n"
+            "                   (default 0: not run)\n"
+            "  --followers-only only that comparison (needs --followers)\n",
+            MAX_CONNS, MAX_TOKENS, NWB_BENCH_FOLLOWERS_MAX);
 }
 
 static int parse_list(const char *s, long long *out, int cap)
@@ -866,6 +898,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->tokens_only = 1;
             continue;
         }
+        if (strcmp(a, "--followers-only") == 0) {
+            o->followers_only = 1;
+            continue;
+        }
         if (v == NULL) {
             fprintf(stderr, "bench_ingest: %s needs a value\n", a);
             return -1;
@@ -881,6 +917,13 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->tokens = atoi(v);
             if (o->tokens < 1 || o->tokens > MAX_TOKENS) {
                 fprintf(stderr, "bench_ingest: --tokens must be 1..%d\n", MAX_TOKENS);
+                return -1;
+            }
+        } else if (strcmp(a, "--followers") == 0) {
+            o->followers = atoi(v);
+            if (o->followers < 1 || o->followers > NWB_BENCH_FOLLOWERS_MAX) {
+                fprintf(stderr, "bench_ingest: --followers must be 1..%d\n",
+                        NWB_BENCH_FOLLOWERS_MAX);
                 return -1;
             }
         } else if (strcmp(a, "--duration-s") == 0) {
@@ -956,22 +999,33 @@ static int parse_args(int argc, char **argv, struct options *o)
         fprintf(stderr, "bench_ingest: --tokens-only needs --tokens N\n");
         return -1;
     }
+    if (o->followers_only && o->followers == 0) {
+        fprintf(stderr, "bench_ingest: --followers-only needs --followers N\n");
+        return -1;
+    }
+    if (o->followers_only && o->tokens_only) {
+        fprintf(stderr, "bench_ingest: --followers-only and --tokens-only exclude each other\n");
+        return -1;
+    }
     return 0;
 }
 
+/*
+ * One row of a results table: run @p r of @p name, its ratio to @p ref (NULL: none), and
+ * @p extra (a comparison's own cells before the ratio, " | " between them; NULL: none).
+ */
 static void print_row(const char *name, size_t size, int nconns, const struct run_result *r,
-                      const struct run_result *null_r, uint32_t records, int verify)
+                      const struct run_result *ref, uint32_t records, int verify, const char *extra)
 {
     char ratio[32] = "-";
     char disk[64] = "-";
 
     if (!r->ok) {
-        printf("| %s | %zu | %d | - | - | - | - | - | - | - | - | - | ERROR: %s |\n", name, size,
-               nconns, r->error);
+        printf("| %s | %zu | %d | ERROR: %s |\n", name, size, nconns, r->error);
         return;
     }
-    if (null_r != NULL && null_r->ok && null_r->req_s > 0) {
-        snprintf(ratio, sizeof(ratio), "%.1f%%", 100.0 * r->req_s / null_r->req_s);
+    if (ref != NULL && ref->ok && ref->req_s > 0) {
+        snprintf(ratio, sizeof(ratio), "%.1f%%", 100.0 * r->req_s / ref->req_s);
     }
     if (verify && r->lines >= 0) {
         const long long want = (long long)(r->total_ok * records);
@@ -979,11 +1033,77 @@ static void print_row(const char *name, size_t size, int nconns, const struct ru
         snprintf(disk, sizeof(disk), r->lines == want ? "%lld ok" : "%lld of %lld", r->lines, want);
     }
     printf("| %s | %zu | %d | %.0f | %.1f | %.0f | %.0f | %.0f | %llu | %llu | %.0f%% / %.0f%% / "
-           "%.0f%% | %s | %s%s |\n",
+           "%.0f%% | %s | %s%s%s%s |\n",
            name, size, nconns, r->req_s, r->mb_s, r->rec_s, r->lat_p50_us, r->lat_p99_us,
            (unsigned long long)r->non200, (unsigned long long)(r->conn_errors + r->unanswered),
-           100.0 * r->server_cpu, 100.0 * r->gen_cpu, 100.0 * r->other_cpu, disk, ratio,
+           100.0 * r->server_cpu, 100.0 * r->gen_cpu, 100.0 * r->other_cpu, disk,
+           extra != NULL ? extra : "", extra != NULL ? " | " : "", ratio,
            r->stopped_early ? " (bound hit)" : "");
+}
+
+/* The "Body N: B bytes, R records." lines under a section's description. */
+static void print_bodies(const struct options *o, const struct body *bodies)
+{
+    for (int s = 0; s < o->nsizes; s++) {
+        printf("Body %zu: %zu bytes, %u records.\n", o->sizes[s], bodies[s].len, bodies[s].records);
+    }
+}
+
+/* A comparison's verdict for one body and load: the paired ratio of @p a's runs to @p b's. */
+struct verdict {
+    int measured;
+    double ratio; /* the median paired ratio (0 when not measured) */
+    char pairs[160];
+    char note[64]; /* " (disturbed: ...)" when other processes took much CPU */
+};
+
+static void verdict_of(const struct run_result *a_runs, const struct run_result *b_runs, int repeat,
+                       const struct run_result *a, const struct run_result *b, struct verdict *v)
+{
+    const double paired = paired_ratio(a_runs, b_runs, repeat, rate_of, v->pairs, sizeof(v->pairs));
+    const double other = a->other_cpu > b->other_cpu ? a->other_cpu : b->other_cpu;
+
+    v->measured = a->ok && b->ok && b->req_s > 0 && paired >= 0;
+    v->ratio = v->measured ? paired : 0.0;
+    v->note[0] = '\0';
+    if (other > 0.25) {
+        snprintf(v->note, sizeof(v->note), " (disturbed: other CPU %.0f%%)", 100.0 * other);
+    }
+}
+
+/* The heading of a comparison's targets table, with how its ratio is taken. */
+static void print_targets_head(const struct options *o, const char *title, const char *with,
+                               const char *without)
+{
+    printf("\n#### %s\n\n", title);
+    if (o->repeat > 1) {
+        printf("`ratio`: the median over the %d repetitions of the rate with %s / the rate with "
+               "%s in the same repetition (back to back, the order swapped every "
+               "repetition).\n\n",
+               o->repeat, with, without);
+    }
+    printf("| target | body | conns | %s | %s | ratio | result |\n", with, without);
+    printf("|---|---|---|---|---|---|---|\n");
+}
+
+/* Both sides of a comparison answered everything 200, and @p n wrote every record. */
+static int pair_clean(const struct options *o, const struct run_result *n,
+                      const struct run_result *z, uint32_t records)
+{
+    const long long want_lines = (long long)(n->total_ok * records);
+
+    return n->total_non200 == 0 && n->conn_errors == 0 && n->unanswered == 0 &&
+           z->total_non200 == 0 && (!o->verify || n->lines == want_lines);
+}
+
+/* One row of a targets table: @p target, @p a beside @p b, the ratio, @p result. */
+static void print_target(const char *target, size_t size, int nconns, const struct run_result *a,
+                         const struct run_result *b, const struct verdict *v, const char *result)
+{
+    printf("| %s | %zu | %d | %.0f req/s | %.0f req/s | %.1f%%%s%s%s | %s%s |\n", target, size,
+           nconns, a->req_s, b->req_s, 100.0 * v->ratio,
+           v->pairs[0] != '\0' ? " (median of pairs: " : "", v->pairs,
+           v->pairs[0] != '\0' ? ")" : "", result, v->note);
 }
 
 /*
@@ -1019,6 +1139,36 @@ static int sidecar_build(const char *exe, const char *dir)
 }
 
 /*
+ * nwb-logserver as @p vs[0] and @p vs[1] on every body and load, back to back in each
+ * repetition with the order swapped every repetition (ABBA, as in main()): every run into
+ * @p runs, the least disturbed of each into @p best.
+ */
+static void run_pairs(const struct options *o, const struct body *bodies,
+                      const struct variant vs[2],
+                      struct run_result runs[MAX_SIZES][MAX_LOADS][2][MAX_REPEAT],
+                      struct run_result best[MAX_SIZES][MAX_LOADS][2], uint64_t *lat)
+{
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int k = 0; k < o->nconns; k++) {
+            for (int rep = 0; rep < o->repeat; rep++) {
+                for (int w = 0; w < 2; w++) {
+                    const int v = rep % 2 ? 1 - w : w;
+
+                    fprintf(stderr,
+                            "bench_ingest: nwb-logserver, %s, %zu-byte bodies, %d connections, "
+                            "run %d\n",
+                            vs[v].name, bodies[s].len, o->conns[k], rep + 1);
+                    run_one(o, SRV_NWB, &bodies[s], o->conns[k], &vs[v], &runs[s][k][v][rep], lat);
+                }
+            }
+            for (int v = 0; v < 2; v++) {
+                best[s][k][v] = *pick_run(runs[s][k][v], o->repeat);
+            }
+        }
+    }
+}
+
+/*
  * The name-decoding comparison: nwb-logserver on token-bearing bodies without
  * a sidecar (tokens stay as they are) and with one naming every token. Prints
  * its tables and returns the number of failed targets (>= 90% of the rate
@@ -1045,24 +1195,14 @@ static int tokens_section(const struct options *o, uint64_t *lat)
             return 1;
         }
     }
-    for (int s = 0; s < o->nsizes; s++) {
-        for (int k = 0; k < o->nconns; k++) {
-            for (int rep = 0; rep < o->repeat; rep++) {
-                for (int w = 0; w < 2; w++) {
-                    const int v = rep % 2 ? 1 - w : w; /* ABBA, as in main() */
+    {
+        char names[2][64];
+        const struct variant vs[2] = {{names[0], NULL, 0}, {names[1], dir, 0}};
 
-                    fprintf(stderr,
-                            "bench_ingest: nwb-logserver, %s, %d tokens/message, %zu-byte "
-                            "bodies, %d connections, run %d\n",
-                            kind[v], o->tokens, bodies[s].len, o->conns[k], rep + 1);
-                    run_one(o, SRV_NWB, &bodies[s], o->conns[k], v == 1 ? dir : NULL,
-                            &runs[s][k][v][rep], lat);
-                }
-            }
-            for (int v = 0; v < 2; v++) {
-                best[s][k][v] = *pick_run(runs[s][k][v], o->repeat);
-            }
+        for (int v = 0; v < 2; v++) {
+            snprintf(names[v], sizeof(names[v]), "%s, %d tokens/message", kind[v], o->tokens);
         }
+        run_pairs(o, bodies, vs, runs, best, lat);
     }
     nwb_bench_rmtree(dir);
 
@@ -1072,9 +1212,7 @@ static int tokens_section(const struct options *o, uint64_t *lat)
            "(tokens written as they are) and with `--namesym-dir` holding a sidecar made by "
            "`nwb-namesym build` (every token decoded).\n",
            o->tokens, o->tokens == 1 ? "" : "s", TOKEN_NAMES);
-    for (int s = 0; s < o->nsizes; s++) {
-        printf("Body %zu: %zu bytes, %u records.\n", o->sizes[s], bodies[s].len, bodies[s].records);
-    }
+    print_bodies(o, bodies);
     printf("\n| sidecar | body | conns | req/s | body MB/s | records/s | p50 us | p99 us | "
            "non-200 | lost | CPU server / loadgen / other | records written | tokens decoded | "
            "vs no sidecar |\n");
@@ -1083,80 +1221,171 @@ static int tokens_section(const struct options *o, uint64_t *lat)
         for (int k = 0; k < o->nconns; k++) {
             for (int v = 0; v < 2; v++) {
                 const struct run_result *r = &best[s][k][v];
-                const struct run_result *z = &best[s][k][0];
-                char ratio[32] = "-", disk[64] = "-", toks[64] = "-";
+                char toks[64] = "-";
 
-                if (!r->ok) {
-                    printf("| %s | %zu | %d | - | - | - | - | - | - | - | - | - | - | ERROR: "
-                           "%s |\n",
-                           kind[v], bodies[s].len, o->conns[k], r->error);
-                    continue;
-                }
-                if (v == 1 && z->ok && z->req_s > 0) {
-                    snprintf(ratio, sizeof(ratio), "%.1f%%", 100.0 * r->req_s / z->req_s);
-                }
-                if (o->verify && r->lines >= 0) {
-                    const long long want = (long long)(r->total_ok * bodies[s].records);
-
-                    snprintf(disk, sizeof(disk), r->lines == want ? "%lld ok" : "%lld of %lld",
-                             r->lines, want);
-                }
                 if (r->tok_decoded >= 0) {
                     snprintf(toks, sizeof(toks), "%lld", r->tok_decoded);
                 }
-                printf("| %s | %zu | %d | %.0f | %.1f | %.0f | %.0f | %.0f | %llu | %llu | "
-                       "%.0f%% / %.0f%% / %.0f%% | %s | %s | %s |\n",
-                       kind[v], bodies[s].len, o->conns[k], r->req_s, r->mb_s, r->rec_s,
-                       r->lat_p50_us, r->lat_p99_us, (unsigned long long)r->non200,
-                       (unsigned long long)(r->conn_errors + r->unanswered), 100.0 * r->server_cpu,
-                       100.0 * r->gen_cpu, 100.0 * r->other_cpu, disk, toks, ratio);
+                print_row(kind[v], bodies[s].len, o->conns[k], r, v == 1 ? &best[s][k][0] : NULL,
+                          bodies[s].records, o->verify, toks);
             }
         }
     }
-    printf("\n#### Name decoding targets\n\n");
-    if (o->repeat > 1) {
-        printf("`ratio`: the median over the %d repetitions of the rate with a sidecar / the "
-               "rate without in the same repetition (back to back, the order swapped every "
-               "repetition).\n\n",
-               o->repeat);
-    }
-    printf("| target | body | conns | sidecar | no sidecar | ratio | result |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    print_targets_head(o, "Name decoding targets", "sidecar", "no sidecar");
     for (int s = 0; s < o->nsizes; s++) {
         for (int k = 0; k < o->nconns; k++) {
             const struct run_result *n = &best[s][k][1];
             const struct run_result *z = &best[s][k][0];
-            char pairs[160];
-            const double paired =
-                paired_ratio(runs[s][k][1], runs[s][k][0], o->repeat, pairs, sizeof(pairs));
-            const int measured = n->ok && z->ok && z->req_s > 0 && paired >= 0;
-            const double ratio = measured ? paired : 0.0;
-            const long long want_lines = (long long)(n->total_ok * bodies[s].records);
             /* Every token of every written record decoded (whole run, warm-up included). */
-            const long long want_tok = want_lines * o->tokens;
-            const int clean = n->total_non200 == 0 && n->conn_errors == 0 && n->unanswered == 0 &&
-                              z->total_non200 == 0 && (!o->verify || n->lines == want_lines) &&
+            const long long want_tok = (long long)(n->total_ok * bodies[s].records) * o->tokens;
+            const int clean = pair_clean(o, n, z, bodies[s].records) &&
                               (!o->verify || o->verify_disk || n->tok_decoded == want_tok) &&
                               (z->tok_decoded <= 0);
-            const int ok = measured && ratio >= 0.90 && clean;
-            const double other = n->other_cpu > z->other_cpu ? n->other_cpu : z->other_cpu;
-            char note[64] = "";
+            struct verdict v;
+            int ok;
 
+            verdict_of(runs[s][k][1], runs[s][k][0], o->repeat, n, z, &v);
+            ok = v.measured && v.ratio >= 0.90 && clean;
             if (!ok) {
                 fails++;
             }
-            if (other > 0.25) {
-                snprintf(note, sizeof(note), " (disturbed: other CPU %.0f%%)", 100.0 * other);
-            }
-            printf("| >= 90%% of the rate without sidecars, all 200, all written and decoded | "
-                   "%zu | %d | %.0f req/s | %.0f req/s | %.1f%%%s%s%s | %s%s |\n",
-                   bodies[s].len, o->conns[k], n->req_s, z->req_s, 100.0 * ratio,
-                   pairs[0] != '\0' ? " (median of pairs: " : "", pairs,
-                   pairs[0] != '\0' ? ")" : "",
-                   ok ? "PASS" : (measured && ratio >= 0.90 ? "FAIL (errors)" : "FAIL"), note);
+            print_target(">= 90% of the rate without sidecars, all 200, all written and decoded",
+                         bodies[s].len, o->conns[k], n, z, &v,
+                         ok ? "PASS" : (v.measured && v.ratio >= 0.90 ? "FAIL (errors)" : "FAIL"));
         }
     }
     printf("\nname decoding targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
+    for (int s = 0; s < o->nsizes; s++) {
+        nwb_free(bodies[s].data);
+    }
+    return fails;
+}
+
+/* What the followers saw in @p r, for the table: events/s per follower, polls/s, poll MB/s. */
+static void follow_cells(const struct run_result *r, int followers, char *cells, size_t cap)
+{
+    const struct nwb_bench_follow_stats *f = &r->fol;
+
+    if (followers == 0 || f->seconds <= 0) {
+        snprintf(cells, cap, "%.1f | - | - | -", cpu_per_request_us(r));
+        return;
+    }
+    snprintf(cells, cap, "%.1f | %.1f | %.1f (%llu of %llu answered 200) | %.2f",
+             cpu_per_request_us(r), (double)f->events / followers / f->seconds,
+             (double)f->polls / f->seconds, (unsigned long long)f->polls_ok,
+             (unsigned long long)f->polls, (double)f->poll_bytes / 1e6 / f->seconds);
+}
+
+/* Followers that kept their stream whole and were answered: 1, or 0 with @p why. */
+static int follow_clean(const struct run_result *r, int followers, char *why, size_t cap)
+{
+    const struct nwb_bench_follow_stats *f = &r->fol;
+
+    why[0] = '\0';
+    if (f->followed < followers) {
+        snprintf(why, cap, "%d of %d followers found a run", f->followed, followers);
+    } else if (f->id_gaps != 0 || f->streams_lost != 0) {
+        snprintf(why, cap, "%llu id gaps, %llu streams lost", (unsigned long long)f->id_gaps,
+                 (unsigned long long)f->streams_lost);
+    } else if (f->polls == 0 || f->polls_ok != f->polls || f->poll_failures != 0) {
+        snprintf(why, cap, "log polls: %llu of %llu answered 200 (other: %d), %llu failed",
+                 (unsigned long long)f->polls_ok, (unsigned long long)f->polls, f->poll_status,
+                 (unsigned long long)f->poll_failures);
+    }
+    return why[0] == '\0';
+}
+
+/*
+ * The followers comparison: nwb-logserver under the same load without and with
+ * o->followers live followers (bench_ingest_follow.h). Prints its tables and returns the
+ * number of failed targets (>= 95% of the rate without, every answer 200, every record
+ * written, every follower's stream whole and its log polls answered 200).
+ */
+static int followers_section(const struct options *o, uint64_t *lat)
+{
+    static struct run_result runs[MAX_SIZES][MAX_LOADS][2][MAX_REPEAT];
+    static struct run_result best[MAX_SIZES][MAX_LOADS][2];
+    char with[64];
+    const struct variant vs[2] = {{"no followers", NULL, 0}, {with, NULL, o->followers}};
+    struct body bodies[MAX_SIZES];
+    int fails = 0;
+
+    snprintf(with, sizeof(with), "%d followers", o->followers);
+    for (int s = 0; s < o->nsizes; s++) {
+        if (body_build(&bodies[s], o->sizes[s], 0) != 0) {
+            fprintf(stderr, "bench_ingest: cannot build a %zu-byte batch\n", o->sizes[s]);
+            return 1;
+        }
+    }
+    run_pairs(o, bodies, vs, runs, best, lat);
+
+    printf("\n#### Live followers\n\n");
+    printf("The same load on nwb-logserver, without and with %d followers started before the "
+           "first request: each holds `GET /v1/events` and follows one run (the n-th it hears "
+           "of); on every `log` event of it, it asks for the newest part of that run's log "
+           "(`GET /v1/runs/{id}/log?offset=..&limit=%u`, at most %u bytes, on its own "
+           "keep-alive connection, one request at a time). The followers run on one thread "
+           "of the load generator.\n",
+           o->followers, NWB_BENCH_FOLLOW_TAIL, NWB_BENCH_FOLLOW_TAIL);
+    print_bodies(o, bodies);
+    printf("\n| followers | body | conns | req/s | body MB/s | records/s | p50 us | p99 us | "
+           "non-200 | lost | CPU server / loadgen / other | records written | server CPU us/req "
+           "| events/s per follower | log polls/s | poll MB/s | vs none |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int k = 0; k < o->nconns; k++) {
+            for (int v = 0; v < 2; v++) {
+                char name[16], cells[160];
+
+                snprintf(name, sizeof(name), "%d", vs[v].followers);
+                follow_cells(&best[s][k][v], vs[v].followers, cells, sizeof(cells));
+                print_row(name, bodies[s].len, o->conns[k], &best[s][k][v],
+                          v == 1 ? &best[s][k][0] : NULL, bodies[s].records, o->verify, cells);
+            }
+        }
+    }
+    print_targets_head(o, "Live followers targets", "followers", "no followers");
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int k = 0; k < o->nconns; k++) {
+            const struct run_result *n = &best[s][k][1];
+            const struct run_result *z = &best[s][k][0];
+            int clean = pair_clean(o, n, z, bodies[s].records);
+            char why[160] = "", result[200];
+            struct verdict v;
+            int ok;
+
+            /* Every repetition's followers, not only the table's run. */
+            for (int rep = 0; rep < o->repeat && clean; rep++) {
+                clean = !runs[s][k][1][rep].ok ||
+                        follow_clean(&runs[s][k][1][rep], o->followers, why, sizeof(why));
+            }
+            verdict_of(runs[s][k][1], runs[s][k][0], o->repeat, n, z, &v);
+            ok = v.measured && v.ratio >= 0.95 && clean;
+            if (!ok) {
+                fails++;
+            }
+            snprintf(result, sizeof(result), "%s%s%s%s", ok ? "PASS" : "FAIL", clean ? "" : " (",
+                     clean ? "" : (why[0] != '\0' ? why : "errors"), clean ? "" : ")");
+            print_target(">= 95% of the rate without followers, all 200, all written, streams "
+                         "whole, polls 200",
+                         bodies[s].len, o->conns[k], n, z, &v, result);
+        }
+    }
+    /* The server's own cost, less disturbed by other load than the rate: information only. */
+    printf("\nServer CPU per request with followers / without, median of the paired ratios "
+           "(information: what the followers cost the server itself, not the machine):");
+    for (int s = 0; s < o->nsizes; s++) {
+        for (int k = 0; k < o->nconns; k++) {
+            char pairs[160];
+            const double r = paired_ratio(runs[s][k][1], runs[s][k][0], o->repeat,
+                                          cpu_per_request_us, pairs, sizeof(pairs));
+
+            printf("%s %zu bytes x %d conns %.1f%%", s + k > 0 ? ";" : "", bodies[s].len,
+                   o->conns[k], 100.0 * r);
+        }
+    }
+    printf(".\n");
+    printf("\nlive followers targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
     for (int s = 0; s < o->nsizes; s++) {
         nwb_free(bodies[s].data);
     }
@@ -1182,8 +1411,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ingest: out of memory\n");
         return 1;
     }
-    if (o.tokens_only) {
-        fails = tokens_section(&o, lat);
+    if (o.tokens_only || o.followers_only) {
+        fails = o.tokens_only ? tokens_section(&o, lat) : followers_section(&o, lat);
         nwb_free(lat);
         return fails == 0 ? 0 : 1;
     }
@@ -1218,9 +1447,7 @@ int main(int argc, char **argv)
            "fresh (--port 0, temp --out) per run.\n",
            o.duration_s, o.warmup_s,
            o.repeat > 1 ? ", least disturbed of the runs per server and load" : "");
-    for (int s = 0; s < o.nsizes; s++) {
-        printf("Body %zu: %zu bytes, %u records.\n", o.sizes[s], bodies[s].len, bodies[s].records);
-    }
+    print_bodies(&o, bodies);
     printf("\n| server | body | conns | req/s | body MB/s | records/s | p50 us | p99 us | "
            "non-200 | lost | CPU server / loadgen / other | records written | vs null |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -1228,7 +1455,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < o.nconns; k++) {
             for (int v = 0; v < SRV_COUNT; v++) {
                 print_row(srv_names[v], bodies[s].len, o.conns[k], &best[s][k][v],
-                          v == SRV_NWB ? &best[s][k][SRV_NULL] : NULL, bodies[s].records, o.verify);
+                          v == SRV_NWB ? &best[s][k][SRV_NULL] : NULL, bodies[s].records, o.verify,
+                          NULL);
             }
         }
     }
@@ -1252,35 +1480,26 @@ int main(int argc, char **argv)
     printf("|---|---|---|---|---|---|---|\n");
     for (int s = 0; s < o.nsizes; s++) {
         const double want = o.sizes[s] <= 16384 ? 0.70 : 0.80;
+        char target[64];
 
+        snprintf(target, sizeof(target), ">= %.0f%% of null req/s, all 200, all written",
+                 100.0 * want);
         for (int k = 0; k < o.nconns; k++) {
             const struct run_result *n = &best[s][k][SRV_NWB];
             const struct run_result *z = &best[s][k][SRV_NULL];
-            char pairs[160];
-            const double paired = paired_ratio(runs[s][k][SRV_NWB], runs[s][k][SRV_NULL], o.repeat,
-                                               pairs, sizeof(pairs));
-            const int measured = n->ok && z->ok && z->req_s > 0 && paired >= 0;
-            const double ratio = measured ? paired : 0.0;
             const long long want_lines = (long long)(n->total_ok * bodies[s].records);
             const int clean = n->total_non200 == 0 && n->conn_errors == 0 && n->unanswered == 0 &&
                               (!o.verify || n->lines == want_lines);
-            const int ok = measured && ratio >= want && clean;
+            struct verdict v;
+            int ok;
 
+            verdict_of(runs[s][k][SRV_NWB], runs[s][k][SRV_NULL], o.repeat, n, z, &v);
+            ok = v.measured && v.ratio >= want && clean;
             if (!ok) {
                 fails++;
             }
-            const double other = n->other_cpu > z->other_cpu ? n->other_cpu : z->other_cpu;
-            char note[64] = "";
-
-            if (other > 0.25) {
-                snprintf(note, sizeof(note), " (disturbed: other CPU %.0f%%)", 100.0 * other);
-            }
-            printf("| >= %.0f%% of null req/s, all 200, all written | %zu | %d | %.0f req/s | %.0f "
-                   "req/s | %.1f%%%s%s%s | %s%s |\n",
-                   100.0 * want, bodies[s].len, o.conns[k], n->req_s, z->req_s, 100.0 * ratio,
-                   pairs[0] != '\0' ? " (median of pairs: " : "", pairs,
-                   pairs[0] != '\0' ? ")" : "",
-                   ok ? "PASS" : (measured && ratio >= want ? "FAIL (errors)" : "FAIL"), note);
+            print_target(target, bodies[s].len, o.conns[k], n, z, &v,
+                         ok ? "PASS" : (v.measured && v.ratio >= want ? "FAIL (errors)" : "FAIL"));
         }
     }
     printf("\ningest targets: %s (%d failed)\n", fails == 0 ? "PASS" : "FAIL", fails);
@@ -1289,6 +1508,9 @@ int main(int argc, char **argv)
     }
     if (o.tokens > 0) {
         fails += tokens_section(&o, lat);
+    }
+    if (o.followers > 0) {
+        fails += followers_section(&o, lat);
     }
     nwb_free(lat);
     return fails == 0 ? 0 : 1;

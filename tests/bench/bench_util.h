@@ -135,6 +135,12 @@ double nwb_bench_children_cpu_s(void);
  */
 double nwb_bench_machine_busy_s(void);
 
+/* ---- sockets ---- */
+
+/** A blocking TCP connection to 127.0.0.1:@p port with @p timeout_ms send and receive
+ * timeouts and TCP_NODELAY: the socket, or -1. */
+int nwb_bench_connect(int port, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

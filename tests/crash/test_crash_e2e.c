@@ -313,7 +313,7 @@ static void test_crash_e2e_bad_archives_end_invalid_and_server_serves(void **sta
     } cases[] = {{"tar", traversal, 2}, {"tar.zst", absolute, 2}, {"tar", symlink, 1},
                  {"tar", hardlink, 1},  {"tar", device, 1},       {"tar.gz", fifo, 1},
                  {"tar.zst", bomb, 2},  {"zip", badname, 1}};
-    char id[128], body[4096];
+    char id[128], body[65536]; /* /metrics whole */
     unsigned char noise[2048];
 
     snprintf(abs, sizeof(abs), "%s/abs.txt", f->base);

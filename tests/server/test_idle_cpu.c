@@ -2,7 +2,8 @@
 /*
  * test_idle_cpu.c - idle means idle: after some traffic, a server with no
  * connections uses < 1% CPU over 5 s (utime + stime from /proc/<pid>/stat)
- * and its threads barely wake (context switches from /proc/<pid>/task/).
+ * and its threads barely wake (context switches from /proc/<pid>/task/); so
+ * does one with GET /v1/events streams open and nothing happening.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "server_test_util.h"
+#include "sse_client.h"
 
 /* utime + stime of @p pid, in clock ticks. */
 static long long cpu_ticks(pid_t pid)
@@ -82,15 +84,17 @@ static long long ctx_switches(pid_t pid)
     return total;
 }
 
-static void test_idle_server_uses_under_one_percent_cpu(void **state)
+/* Traffic, then @p streams event streams opened, then 5 s of nothing: measured. */
+static void idle_window(int streams)
 {
+    static struct nwb_test_sse es[4];
     struct nwb_test_server srv;
     char dir[512];
     const long hz = sysconf(_SC_CLK_TCK);
     struct pollfd pfd;
     long long t0, c0, s0, ticks, switches, ms;
 
-    (void)state;
+    assert_true(streams <= 4);
     assert_int_equal(nwb_test_tmpdir("idle", dir, sizeof(dir)), 0);
     assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
     /* Some traffic first, so the worker, the run store and timers have all been used. */
@@ -104,6 +108,13 @@ static void test_idle_server_uses_under_one_percent_cpu(void **state)
     while (tu_metric(srv.port, "nwb_connections_open") != 1 && nwb_test_now_ms() - t0 < 5000) {
         poll(NULL, 0, 5);
     }
+    for (int i = 0; i < streams; i++) {
+        struct nwb_test_sse_block b;
+
+        assert_int_equal(nwb_test_sse_open(&es[i], srv.port, "/v1/events", NULL, 0, 5000), 0);
+        assert_int_equal(es[i].status, 200);
+        assert_int_equal(nwb_test_sse_next(&es[i], &b, 5000), 1); /* its position */
+    }
     t0 = nwb_test_now_ms();
     c0 = cpu_ticks(srv.pid);
     s0 = ctx_switches(srv.pid);
@@ -115,19 +126,38 @@ static void test_idle_server_uses_under_one_percent_cpu(void **state)
     ticks = cpu_ticks(srv.pid) - c0;
     switches = ctx_switches(srv.pid) - s0;
     ms = nwb_test_now_ms() - t0;
-    fprintf(stderr, "idle: %lld ticks (%ld/s) and %lld context switches in %lld ms\n", ticks, hz,
-            switches, ms);
+    fprintf(stderr,
+            "idle, %d event streams: %lld ticks (%ld/s) and %lld context switches in %lld ms\n",
+            streams, ticks, hz, switches, ms);
     assert_true(ms >= 4900);
     assert_true(ticks * 1000 * 100 < (long long)hz * ms); /* < 1% of one core */
     assert_true(switches < 10);                           /* no timers, no polling */
+    for (int i = 0; i < streams; i++) {
+        nwb_test_sse_close(&es[i]);
+    }
     assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
     nwb_test_rmtree(dir);
+}
+
+static void test_idle_server_uses_under_one_percent_cpu(void **state)
+{
+    (void)state;
+    idle_window(0);
+}
+
+/* Open streams with nothing to say cost nothing: one shared keep-alive timer, every
+ * --events-keepalive-ms (20 s), longer than the window. */
+static void test_idle_event_streams_use_under_one_percent_cpu(void **state)
+{
+    (void)state;
+    idle_window(4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_idle_server_uses_under_one_percent_cpu, tu_reap),
+        cmocka_unit_test_teardown(test_idle_event_streams_use_under_one_percent_cpu, tu_reap),
     };
 
     return cmocka_run_group_tests_name("server.idle_cpu", tests, NULL, NULL);

@@ -143,6 +143,14 @@ static void test_every_option_is_applied_in_both_spellings(void **state)
     assert_int_equal(cfg.queue_max_jobs, 4);
     assert_int_equal(cfg.max_buffered_bytes, 5);
     assert_int_equal(cfg.max_open_runs, 6);
+    /* The event stream's rows, at their edges (both spellings). */
+    assert_int_equal(parse(&cfg, err, sizeof(err), A("--events-max-streams"), A("4096"),
+                           A("--events-max-unsent-bytes=4096"), A("--events-keepalive-ms"), A("10"),
+                           NULL),
+                     0);
+    assert_int_equal(cfg.events_max_streams, 4096);
+    assert_int_equal(cfg.events_max_unsent_bytes, 4096);
+    assert_int_equal(cfg.events_keepalive_ms, 10);
 }
 
 static void expect_error(const char *needle, ...)
@@ -204,6 +212,11 @@ static void test_bad_input_is_refused_with_a_reason(void **state)
     expect_error("--crash-max-entry-bytes: '1099511627777'",
                  A("--crash-max-entry-bytes=1099511627777"), NULL);
     expect_error("--crash-max-total-bytes: '0'", A("--crash-max-total-bytes=0"), NULL);
+    expect_error("--events-max-streams: '0'", A("--events-max-streams=0"), NULL);
+    expect_error("--events-max-streams: '4097'", A("--events-max-streams=4097"), NULL);
+    expect_error("--events-max-unsent-bytes: '4095'", A("--events-max-unsent-bytes=4095"), NULL);
+    expect_error("--events-keepalive-ms: '9'", A("--events-keepalive-ms=9"), NULL);
+    expect_error("--events-keepalive-ms: '3600001'", A("--events-keepalive-ms=3600001"), NULL);
 }
 
 static void test_namesym_dir_bound_is_enforced_at_its_edge(void **state)
@@ -258,7 +271,7 @@ static void test_config_defaults_are_the_table_defaults(void **state)
     char err[256];
 
     (void)state;
-    assert_int_equal(n, 26);
+    assert_int_equal(n, 29);
     for (size_t i = 0; i < n; i++) {
         const struct nwb__opt *o = &opts[i];
         const char *field = (const char *)&cfg + o->offset;

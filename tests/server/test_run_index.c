@@ -429,10 +429,11 @@ static void test_crash_notices_count_once_per_id(void **state)
 {
     struct fx *f = *state;
     const char *a = "game_20240101-000000_a1", *b = "game_20240101-000000_b1";
-    const struct nwb__crash_settled s1 = {"0123456789abcdef0123456789abcdef", 1, "game", "a1"};
-    const struct nwb__crash_settled s1b = {"0123456789abcdef0123456789abcdef", 1, "game", "b1"};
-    const struct nwb__crash_settled s2 = {"ffffffffffffffffffffffffffffffff", 0, "game", "a1"};
-    const struct nwb__crash_settled s3 = {"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", 1, "game", "later"};
+    const struct nwb__crash_settled s1 = {"0123456789abcdef0123456789abcdef", 1, "game", "a1", 0};
+    const struct nwb__crash_settled s1b = {"0123456789abcdef0123456789abcdef", 1, "game", "b1", 0};
+    const struct nwb__crash_settled s2 = {"ffffffffffffffffffffffffffffffff", 0, "game", "a1", 0};
+    const struct nwb__crash_settled s3 = {"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", 1, "game", "later",
+                                          0};
 
     make_run(f, a, "x\n", NULL, 0);
     make_run(f, b, "x\n", NULL, 0);

@@ -24,6 +24,7 @@
 #include "nwb/server.h"
 #include "json_check.h"
 #include "server_int.h"
+#include "server_inproc.h"
 #include "server_test_util.h"
 
 struct fx {
@@ -45,16 +46,9 @@ static void *loop_main(void *arg)
 static struct fx *start(nwb_server_config_t *cfg)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    char err[256];
 
     assert_non_null(f);
-    assert_int_equal(nwb_test_tmpdir("srvloop", f->dir, sizeof(f->dir)), 0);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    cfg->port = 0;
-    cfg->out_dir = f->dir;
-    assert_int_equal(nwb_server_create(&f->loop, cfg, &f->srv, err, sizeof(err)), 0);
-    f->port = nwb_server_port(f->srv);
-    assert_true(f->port > 0);
+    f->port = tu_inproc_create(&f->loop, "srvloop", cfg, f->dir, sizeof(f->dir), &f->srv);
     assert_int_equal(pthread_create(&f->thread, NULL, loop_main, f), 0);
     return f;
 }
@@ -65,10 +59,7 @@ static void stop_ex(struct fx *f, int ask)
     if (ask) {
         nwb_server_request_stop(f->srv);
     }
-    assert_int_equal(pthread_join(f->thread, NULL), 0);
-    assert_int_equal(nwb_server_destroy(f->srv), 0);
-    assert_int_equal(uv_loop_close(&f->loop), 0); /* UV_EBUSY would be a leaked handle */
-    nwb_test_rmtree(f->dir);
+    tu_inproc_join(f->thread, f->srv, &f->loop, f->dir);
     free(f);
 }
 

@@ -60,6 +60,9 @@ typedef struct nwb_server_config {
     unsigned run_live_s;            /* GET /v1/runs: live while the last batch or upload is newer */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
+    unsigned events_max_streams;    /* GET /v1/events streams open at once; beyond: 429 */
+    size_t events_max_unsent_bytes; /* one stream's bytes not yet taken by its reader: cut off */
+    unsigned events_keepalive_ms;   /* a ": keepalive" comment on every stream this often */
 } nwb_server_config_t;
 
 /*
@@ -125,7 +128,13 @@ typedef struct nwb_server_config {
     X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")           \
     X("--run-live-s", run_live_s, UINT, 30u, 1, 86400, "N",                                        \
       "a run is live (GET /v1/runs) while its last log batch or telemetry upload is at most N "    \
-      "seconds old")
+      "seconds old")                                                                               \
+    X("--events-max-streams", events_max_streams, UINT, 64u, 1, 4096, "N",                         \
+      "GET /v1/events streams open at once; beyond: 429")                                          \
+    X("--events-max-unsent-bytes", events_max_unsent_bytes, SIZE, (size_t)1u << 20, 4096,          \
+      1073741824, "N", "an event stream whose reader leaves more unsent bytes is cut off")         \
+    X("--events-keepalive-ms", events_keepalive_ms, UINT, 20000u, 10, 3600000, "N",                \
+      "a keep-alive comment on every event stream this often, in ms")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
 #define NWB_SERVER_OPT_INIT_(flag, field, kind, def, min, max, meta, help)                         \
