@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_util.c - timer calibration, percentiles, temp dirs, line counts, server processes. */
+/* bench_util.c - timer calibration, percentiles, temp dirs, line counts, server processes,
+ * loopback connections. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include "nwb/alloc.h"
 
@@ -600,4 +605,25 @@ double nwb_bench_machine_busy_s(void)
         return -1.0;
     }
     return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+int nwb_bench_connect_loopback(int port)
+{
+    struct sockaddr_in sa;
+    const int one = 1;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }

@@ -2,8 +2,9 @@
 /*
  * bench_util.h - shared helpers for the benchmarks under tests/bench: a
  * calibrated cycle timer, percentiles, temporary directories, counting log
- * lines on disk, and starting/stopping a server process that prints
- * "listening on http://HOST:PORT". Usable from C and C++.
+ * lines on disk, starting/stopping a server process that prints
+ * "listening on http://HOST:PORT", and loopback connections to it. Usable
+ * from C and C++.
  */
 #ifndef NWB_BENCH_UTIL_H
 #define NWB_BENCH_UTIL_H
@@ -134,6 +135,11 @@ double nwb_bench_children_cpu_s(void);
  * error. Its growth minus the benchmark's own CPU is what other processes used.
  */
 double nwb_bench_machine_busy_s(void);
+
+/* ---- connections ---- */
+
+/** A blocking TCP connection to 127.0.0.1:@p port with TCP_NODELAY; the fd, or -1. */
+int nwb_bench_connect_loopback(int port);
 
 #ifdef __cplusplus
 }
