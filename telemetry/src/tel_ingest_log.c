@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tel_ingest_log.c - telemetry.ingest.log: one line per upload outcome (accepted, duplicate,
- * rejected with the decoder's status and offset), appended by the ingest and summarised into
- * the report's "uploads" section. Reading is streamed in bounded memory.
+ * unstored past the run's stream limit, rejected with the decoder's status and offset),
+ * appended by the ingest and summarised into the report's "uploads" section. Reading is
+ * streamed in bounded memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +99,10 @@ static int parse_line(const char *line, nwb_tel_ingest_summary_t *s)
     }
     if (strncmp(line, "duplicate ", 10) == 0) {
         s->duplicates++;
+        return 1;
+    }
+    if (strncmp(line, "unstored ", 9) == 0) {
+        s->unstored++;
         return 1;
     }
     if (strncmp(line, "rejected ", 9) != 0) {

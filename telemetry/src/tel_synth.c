@@ -43,7 +43,8 @@ static uint64_t rng_range(struct rng *r, uint64_t lo, uint64_t hi)
 
 struct synth {
     const nwb_tel_synth_config_t *cfg;
-    nwb_buf_t *out;
+    int (*segment)(void *ctx, const uint8_t *data, size_t len);
+    void *segment_ctx;
     nwb_namesym_builder_t *names;
     nwb_tel_recorder_t *rec;
     int err;
@@ -68,7 +69,7 @@ static nwb_name_t name_of(struct synth *sy, const char *s)
 static int sink_submit(void *ctx, nwb_tel_upload_t *up)
 {
     struct synth *sy = ctx;
-    const int err = nwb_buf_append(sy->out, up->data, up->len);
+    const int err = sy->segment(sy->segment_ctx, up->data, up->len);
 
     if (err != 0) {
         sy->err = err;
@@ -76,6 +77,11 @@ static int sink_submit(void *ctx, nwb_tel_upload_t *up)
     }
     nwb_free(up->data);
     return 0;
+}
+
+static int append_segment(void *ctx, const uint8_t *data, size_t len)
+{
+    return nwb_buf_append(ctx, data, len);
 }
 
 static const char *const main_names[] = {
@@ -290,8 +296,14 @@ static void memory_frame(struct synth *sy, uint64_t f, nwb_tel_mem_source_t **ar
     }
 }
 
-int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_buf_t *out,
-                  nwb_namesym_builder_t *names)
+int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_buf_t *out, nwb_namesym_builder_t *names)
+{
+    return nwb_tel_synth_run(cfg, append_segment, out, names);
+}
+
+int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
+                      int (*segment)(void *ctx, const uint8_t *data, size_t len), void *ctx,
+                      nwb_namesym_builder_t *names)
 {
     nwb_tel_recorder_config_t rc = NWB_TEL_RECORDER_CONFIG_INIT;
     nwb_tel_mem_source_t *arenas[SYNTH_MAX_ARENAS] = {NULL};
@@ -310,7 +322,8 @@ int nwb_tel_synth(const nwb_tel_synth_config_t *cfg, nwb_buf_t *out,
     }
     memset(&sy, 0, sizeof(sy));
     sy.cfg = cfg;
-    sy.out = out;
+    sy.segment = segment;
+    sy.segment_ctx = ctx;
     sy.names = names;
     sy.rng.s = cfg->seed;
     snprintf(run, sizeof(run), "synth%016llx", (unsigned long long)cfg->seed);

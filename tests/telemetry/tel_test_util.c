@@ -71,3 +71,54 @@ void tel_put_header(nwb_buf_t *b, uint64_t seq)
         abort();
     }
 }
+
+struct seg_offsets {
+    size_t *out;
+    size_t cap;
+    size_t n;
+};
+
+static int seg_offset(void *ctx, const nwb_tel_header_t *h, size_t offset)
+{
+    struct seg_offsets *so = ctx;
+
+    (void)h;
+    if (so->n < so->cap) {
+        so->out[so->n++] = offset;
+    }
+    return 0;
+}
+
+size_t tel_segment_offsets(const uint8_t *d, size_t len, size_t *out, size_t cap)
+{
+    const nwb_tel_visitor_t v = {seg_offset, NULL};
+    struct seg_offsets so = {out, cap, 0};
+    nwb_tel_decode_result_t res;
+
+    nwb_tel_stream_decode(d, len, 0, &v, &so, &res);
+    return so.n;
+}
+
+int tel_report_in_pieces(const uint8_t *d, size_t len, const size_t *cuts, size_t ncuts,
+                         unsigned flags, const nwb_tel_report_options_t *ro, nwb_buf_t *out)
+{
+    nwb_tel_report_state_t *s;
+    size_t at = 0;
+    int err;
+
+    if (nwb_tel_report_state_create(&s) != 0) {
+        abort();
+    }
+    for (size_t i = 0; i <= ncuts; i++) {
+        const size_t end = i < ncuts ? cuts[i] : len;
+
+        if (end < at || end > len) {
+            abort();
+        }
+        (void)nwb_tel_report_state_feed(s, d + at, end - at, flags, NULL);
+        at = end;
+    }
+    err = nwb_tel_report_state_write(s, ro, out);
+    nwb_tel_report_state_destroy(s);
+    return err;
+}

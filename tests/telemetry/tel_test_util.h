@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "nwb/telemetry_format.h"
+#include "nwb/telemetry_report.h"
 
 #include "json_check.h"
 
@@ -25,5 +26,17 @@ const char *tel_data_path(const char *name);
 
 /* A one-segment stream header with fixed test values, appended to @p b. */
 void tel_put_header(nwb_buf_t *b, uint64_t seq);
+
+/* Offsets of the segment headers the decoder reads in @p d (those before any failure), at
+ * most @p cap of them. Returns their number. */
+size_t tel_segment_offsets(const uint8_t *d, size_t len, size_t *out, size_t cap);
+
+/*
+ * The report of @p d fed to a fresh state in pieces cut at the segment offsets @p cuts (sorted,
+ * @p ncuts of them; 0 and duplicates allowed), with @p flags, appended to @p out. Returns the
+ * write's result.
+ */
+int tel_report_in_pieces(const uint8_t *d, size_t len, const size_t *cuts, size_t ncuts,
+                         unsigned flags, const nwb_tel_report_options_t *ro, nwb_buf_t *out);
 
 #endif /* NWB_TEL_TEST_UTIL_H */

@@ -3,7 +3,8 @@
  * test_mutation.c - 3,000 deterministic mutations of the small golden stream (bit flips, byte
  * and word overwrites with boundary values, truncations, insertions, deletions, lying event
  * sizes and kinds). Each must be rejected with a known status or decode; either way the report
- * built from it must be strict JSON. The reports are also written, one per line, to
+ * built from it must be strict JSON, and the same fed to the incremental state segment by
+ * segment. The reports are also written, one per line, to
  * mutation_reports.jsonl for telemetry.json_python to load with python3's json module.
  */
 #include <stdarg.h>
@@ -188,6 +189,21 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
             fail_msg("mutation %u: report is not valid JSON at byte %zu", i, bad);
         }
         assert_int_equal(fwrite(json.data, 1, json.len, jsonl), json.len);
+        /* Fed to the incremental state cut at every segment the decoder reads, it is the
+         * same report byte for byte. */
+        {
+            size_t cuts[64];
+            const size_t ncuts = tel_segment_offsets(exact, n, cuts, NWB_ARRAY_SIZE(cuts));
+            nwb_buf_t pieces;
+
+            nwb_buf_init(&pieces, NWB_TEL_REPORT_JSON_MAX);
+            assert_int_equal(tel_report_in_pieces(exact, n, cuts, ncuts, 0, &ro, &pieces), 0);
+            if (pieces.len != json.len || memcmp(pieces.data, json.data, json.len) != 0) {
+                tel_write_file("mutation_bad_input.nwbs", exact, n);
+                fail_msg("mutation %u: the report fed in %zu pieces differs", i, ncuts + 1);
+            }
+            nwb_buf_cleanup(&pieces);
+        }
         free(exact);
         free(work);
     }

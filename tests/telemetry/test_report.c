@@ -341,7 +341,8 @@ static void test_report_heap_backing_reported_beside_arenas(void **state)
     expect(json, "\"explicitScopes\":[{\"name\":\"#0000000000000003\"");
     /* The arena totals are the arenas alone. */
     expect(json, "\"arenaTotals\":{\"firstUsedBytes\":100,\"lastUsedBytes\":400,"
-                 "\"maxUsedBytes\":400,\"growthBytes\":300}");
+                 "\"maxUsedBytes\":400,\"growthBytes\":300,"
+                 "\"series\":{\"samplesPerPoint\":1,\"points\":[[0,100,100],[1,400,400]]}}");
     expect(json, "\"heapBackingTotals\":{\"firstUsedBytes\":5000,\"lastUsedBytes\":6000");
     free(json);
     nwb_buf_cleanup(&b);
@@ -388,6 +389,8 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     assert_false(sum.present);
     assert_int_equal(nwb_tel_ingest_log_append(path, "accepted", 1, 0, 0, 100, NULL), 0);
     assert_int_equal(nwb_tel_ingest_log_append(path, "duplicate", 1, 0, 0, 100, NULL), 0);
+    /* Past the run's stream limit: in the live report, not in the stored stream. */
+    assert_int_equal(nwb_tel_ingest_log_append(path, "unstored", 2, 0, 0, 100, NULL), 0);
     for (unsigned i = 0; i < 20; i++) {
         assert_int_equal(nwb_tel_ingest_log_append(path, "rejected", 10 + i, NWB_ETRUNCATED, i, 50,
                                                    "input ends\ninside \"x\""),
@@ -402,6 +405,7 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     assert_true(sum.present);
     assert_int_equal(sum.accepted, 1);
     assert_int_equal(sum.duplicates, 1);
+    assert_int_equal(sum.unstored, 1);
     assert_int_equal(sum.rejected, 20);
     assert_int_equal(sum.bad_lines, 1);
     assert_int_equal(sum.recent_count, NWB_TEL_REPORT_REJECTIONS);
@@ -414,7 +418,7 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     json = report(&b, &ro);
     expect(json, "\"uploads\":{\"log\":true,\"accepted\":1,\"duplicates\":1,\"rejected\":20,");
     expect(json, "{\"seq\":29,\"status\":\"NWB_ETRUNCATED\",\"offset\":19,\"bytes\":50,");
-    expect(json, "\"reason\":\"input ends inside \\\"x\\\"\"}");
+    expect(json, "\"reason\":\"input ends inside \\\"x\\\"\"}],\"unstored\":1}");
     /* An empty stream is a valid, empty report. */
     expect(json, "\"decode\":{\"bytes\":0,\"consumedBytes\":0,\"events\":0,\"status\":\"ok\"");
     free(json);
