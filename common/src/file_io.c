@@ -56,33 +56,25 @@ int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at)
     return 0;
 }
 
-int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, size_t *len)
+int nwb_file_read_fd(int fd, size_t max, uint8_t **out, size_t *len)
 {
     struct stat st;
     uint8_t *buf;
     size_t off = 0;
-    int err = 0;
-    const int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
     *out = NULL;
     *len = 0;
-    if (fd < 0) {
+    if (fstat(fd, &st) != 0) {
         return -errno;
     }
-    if (fstat(fd, &st) != 0) {
-        err = -errno;
-    } else if (!S_ISREG(st.st_mode)) {
-        err = NWB_ENOTREG;
-    } else if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max) {
-        err = NWB_ETOOBIG;
+    if (!S_ISREG(st.st_mode)) {
+        return NWB_ENOTREG;
     }
-    if (err != 0) {
-        close(fd);
-        return err;
+    if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max) {
+        return NWB_ETOOBIG;
     }
     buf = nwb_malloc((size_t)st.st_size + 1);
     if (buf == NULL) {
-        close(fd);
         return -ENOMEM;
     }
     while (off < (size_t)st.st_size) {
@@ -92,8 +84,8 @@ int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, siz
             continue;
         }
         if (r < 0) {
-            err = -errno;
-            close(fd);
+            const int err = -errno;
+
             nwb_free(buf);
             return err;
         }
@@ -102,11 +94,25 @@ int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, siz
         }
         off += (size_t)r;
     }
-    close(fd);
     buf[off] = 0;
     *out = buf;
     *len = off;
     return 0;
+}
+
+int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, size_t *len)
+{
+    const int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int err;
+
+    *out = NULL;
+    *len = 0;
+    if (fd < 0) {
+        return -errno;
+    }
+    err = nwb_file_read_fd(fd, max, out, len);
+    close(fd);
+    return err;
 }
 
 int nwb_file_read(const char *path, size_t max, uint8_t **out, size_t *len)

@@ -34,7 +34,9 @@ struct nwb__crash_ingest {
     int rescan; /* markers exist beyond what the queue could take */
     atomic_int stopping;
     pthread_t worker;
-    struct nwb_crash_counts totals; /* the *_total fields */
+    struct nwb_crash_counts totals;   /* the *_total fields */
+    nwb__crash_settled_fn settled_fn; /* nwb__crash_ingest_on_settled() */
+    void *settled_ctx;
 };
 
 /* ---- the queue (lock held) ---- */
@@ -83,8 +85,11 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     char reason[1024];
     uint64_t len = 0;
     const int src = nwb__crash_store_raw_open(&ci->store, job, &len);
+    nwb__crash_settled_fn fn;
+    void *fn_ctx;
     int rc;
 
+    memset(&info, 0, sizeof(info));
     if (src < 0) {
         rc = src; /* -ENOENT: gone (settled as such); anything else: retried at the next start */
         snprintf(reason, sizeof(reason), "cannot open the raw archive %s.%s: %s", job->id, job->ext,
@@ -111,7 +116,17 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     }
     pthread_mutex_lock(&ci->lock);
     nwb__crash_store_settle(&ci->store, &ci->caps, job, rc, reason, &ci->totals);
+    fn = ci->settled_fn;
+    fn_ctx = ci->settled_ctx;
     pthread_mutex_unlock(&ci->lock);
+    if (fn != NULL && (rc == 0 || rc == NWB_EARCHIVE)) {
+        const int named = rc == 0 && info.manifest.program[0] != '\0';
+        const struct nwb__crash_settled s = {job->id, rc == 0,
+                                             named ? info.manifest.program : job->program,
+                                             named ? info.manifest.run : job->run};
+
+        fn(fn_ctx, &s);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -317,6 +332,19 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
 }
 
 /* ---- views and counts ---- */
+
+void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&ci->lock);
+    ci->settled_fn = fn;
+    ci->settled_ctx = ctx;
+    pthread_mutex_unlock(&ci->lock);
+}
+
+int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx)
+{
+    return nwb__crash_list_each(&ci->store, fn, ctx);
+}
 
 int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_t *len)
 {

@@ -180,6 +180,9 @@ int nwb__crash_extract(const void *data, int src_fd, uint64_t len, int dst_dirfd
 int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char **json,
                          size_t *len);
 
+/* nwb__crash_ingest_each() over the store @p st. */
+int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_fn fn, void *ctx);
+
 /*
  * The files below the folder @p dir_fd as a JSON array of {"path","bytes"} (relative paths,
  * at most NWB__CRASH_SCAN_DEPTH folders deep) written to @p j. The fuzz target checks it.

@@ -104,6 +104,31 @@ int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_
 int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, char **json,
                                size_t *len);
 
+/* An archive the crash worker settled: extracted into a package, or found invalid. */
+struct nwb__crash_settled {
+    const char *id;      /* 32 lowercase hex digits */
+    int extracted;       /* 1: crashes/packages/<id>/; 0: crashes/invalid/<id>.<ext> */
+    const char *program; /* the manifest's, when the package names one; else the upload's */
+    const char *run;     /* X-NWB-Program / X-NWB-Run (sanitised, "unknown" when missing) */
+};
+
+/* Told about settled archives; the pointers are valid for the call only. */
+typedef void (*nwb__crash_settled_fn)(void *ctx, const struct nwb__crash_settled *s);
+
+/**
+ * Call @p fn(@p ctx) on the crash worker thread (no lock of the ingest held) after each
+ * archive it settles from now on; NULL stops. Keep it short: extraction waits meanwhile.
+ */
+void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn,
+                                  void *ctx);
+
+/**
+ * Call @p fn for every extracted package and invalid archive held now, with the program and
+ * run GET /v1/crashes shows (scans the folders: off the loop thread, or at start). Returns 0
+ * or a folder scan's error.
+ */
+int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx);
+
 /** Current counts (scans the category folders). */
 void nwb__crash_ingest_counts(struct nwb__crash_ingest *ci, struct nwb_crash_counts *out);
 

@@ -22,6 +22,7 @@
 #include "nwb/json.h"
 
 #include "crash_ingest_int.h"
+#include "read_int.h"
 
 #define FILE_PATH_MAX 4096u /* a package file's relative path in the listing */
 
@@ -199,25 +200,45 @@ void nwb__crash_files_json(int dir_fd, nwb_json_t *j)
     nwb_json_arr_end(j);
 }
 
-/* @p ns as an ISO 8601 UTC time with milliseconds, "2024-05-01T12:00:00.000Z". */
-static void json_time(nwb_json_t *j, uint64_t ns)
-{
-    const time_t secs = (time_t)(ns / 1000000000u);
-    struct tm tm;
-    char day[48], text[64];
-
-    gmtime_r(&secs, &tm);
-    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(text, sizeof(text), "%s.%03uZ", day, (unsigned)(ns / 1000000u % 1000u));
-    nwb_json_cstr(j, text);
-}
-
 static void json_u64_or_null(nwb_json_t *j, int has, uint64_t v)
 {
     if (has) {
         nwb_json_u64(j, v);
     } else {
         nwb_json_null(j);
+    }
+}
+
+/*
+ * What @p r's manifest (extracted), reason file (invalid) or queue marker (queued) says about
+ * it into @p m; the reason file's text into @p *reason (nwb_malloc'd, returned-owned; NULL
+ * when there is none).
+ */
+static void identify(const struct nwb__crash_store *st, const struct record *r,
+                     struct nwb__crash_manifest *m, char **reason, size_t *reason_len)
+{
+    const int pkg_fd = st->cat_fd[NWB__CRASH_PACKAGES];
+
+    memset(m, 0, sizeof(*m));
+    *reason = NULL;
+    *reason_len = 0;
+    if (r->has[NWB__CRASH_PACKAGES]) {
+        char path[NWB_CRASH_INGEST_ID_LEN + sizeof("/" NWB_CRASH_MANIFEST_NAME)];
+
+        snprintf(path, sizeof(path), "%s/" NWB_CRASH_MANIFEST_NAME, r->id);
+        (void)nwb__crash_manifest_read(pkg_fd, path, m);
+    } else if (r->has[NWB__CRASH_INVALID]) {
+        if (nwb__crash_store_reason_read(st, r->id, reason, reason_len) == 0) {
+            nwb_crash_manifest_value(*reason, *reason_len, "program", m->program);
+            nwb_crash_manifest_value(*reason, *reason_len, "run", m->run);
+        }
+    } else if (r->queued) {
+        struct nwb__crash_job job;
+
+        if (nwb__crash_store_marker_read(st, r->id, &job) == 0) {
+            memcpy(m->program, job.program, sizeof(m->program));
+            memcpy(m->run, job.run, sizeof(m->run));
+        }
     }
 }
 
@@ -231,33 +252,15 @@ static void describe(const struct nwb__crash_store *st, const struct record *r, 
                          : r->has[NWB__CRASH_INVALID]  ? "invalid"
                                                        : "stored";
     struct nwb__crash_manifest m;
-    char *reason = NULL;
-    size_t reason_len = 0;
+    char *reason;
+    size_t reason_len;
 
-    memset(&m, 0, sizeof(m));
-    if (r->has[NWB__CRASH_PACKAGES]) {
-        char path[NWB_CRASH_INGEST_ID_LEN + sizeof("/" NWB_CRASH_MANIFEST_NAME)];
-
-        snprintf(path, sizeof(path), "%s/" NWB_CRASH_MANIFEST_NAME, r->id);
-        (void)nwb__crash_manifest_read(pkg_fd, path, &m);
-    } else if (r->has[NWB__CRASH_INVALID]) {
-        if (nwb__crash_store_reason_read(st, r->id, &reason, &reason_len) == 0) {
-            nwb_crash_manifest_value(reason, reason_len, "program", m.program);
-            nwb_crash_manifest_value(reason, reason_len, "run", m.run);
-        }
-    } else if (r->queued) {
-        struct nwb__crash_job job;
-
-        if (nwb__crash_store_marker_read(st, r->id, &job) == 0) {
-            memcpy(m.program, job.program, sizeof(m.program));
-            memcpy(m.run, job.run, sizeof(m.run));
-        }
-    }
+    identify(st, r, &m, &reason, &reason_len);
     nwb_json_obj_begin(j);
     nwb_json_key(j, "id");
     nwb_json_cstr(j, r->id);
     nwb_json_key(j, "received");
-    json_time(j, r->received_ns);
+    nwb__json_time(j, r->received_ns);
     nwb_json_key(j, "program");
     nwb_json_cstr(j, m.program);
     nwb_json_key(j, "run");
@@ -350,5 +353,36 @@ int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char
     }
     *json = (char *)b.data;
     *len = b.len - 1;
+    return 0;
+}
+
+int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_fn fn, void *ctx)
+{
+    struct record *recs;
+    size_t n;
+    const int err = collect(st, &recs, &n);
+
+    if (err != 0) {
+        return err;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct record *r = &recs[i];
+        struct nwb__crash_settled s;
+        struct nwb__crash_manifest m;
+        char *reason;
+        size_t reason_len;
+
+        if (!r->has[NWB__CRASH_PACKAGES] && !r->has[NWB__CRASH_INVALID]) {
+            continue; /* stored, not settled yet: its settle notice follows */
+        }
+        identify(st, r, &m, &reason, &reason_len);
+        nwb_free(reason);
+        s.id = r->id;
+        s.extracted = r->has[NWB__CRASH_PACKAGES];
+        s.program = m.program;
+        s.run = m.run;
+        fn(ctx, &s);
+    }
+    nwb_free(recs);
     return 0;
 }

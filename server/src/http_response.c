@@ -27,6 +27,8 @@ const char *nwb__http_status_text(int status)
         return "Content Too Large";
     case 415:
         return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
     case 429:
         return "Too Many Requests";
     case 431:

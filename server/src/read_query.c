@@ -2,13 +2,17 @@
 /*
  * read_query.c - the read API's request-target parsing (read_int.h): query parameters with
  * strict percent-decoding and bounded values, decimal parameters with ranges, path segments,
- * and run ids checked before they name anything under --out.
+ * run ids (and their parts) checked before they name anything under --out, crash file names,
+ * and the RFC 3339 times the answers carry.
  */
+#define _GNU_SOURCE /* timegm */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "nwb/error.h"
 #include "read_int.h"
@@ -37,9 +41,7 @@ static int hex_val(char c)
     return -1;
 }
 
-/* Percent-decode @p len bytes ('+' is a space, as in forms) into @p out (at most @p cap
- * bytes). Returns the decoded length, or -1 for a bad escape, a NUL, or more than @p cap. */
-static long pct_decode(const char *s, size_t len, char *out, size_t cap)
+long nwb__pct_decode(const char *s, size_t len, int form, char *out, size_t cap)
 {
     size_t n = 0;
 
@@ -59,7 +61,7 @@ static long pct_decode(const char *s, size_t len, char *out, size_t cap)
             }
             c = (char)(hi * 16 + lo);
             i += 2;
-        } else if (c == '+') {
+        } else if (c == '+' && form) {
             c = ' ';
         }
         if (c == '\0' || n >= cap) {
@@ -81,6 +83,26 @@ static int query_escapes_ok(const char *q, size_t len)
     return 1;
 }
 
+int nwb__query_check(const char *query, size_t len)
+{
+    char v[NWB__QUERY_VALUE_MAX];
+    size_t i = 0;
+
+    while (i < len) {
+        const char *amp = memchr(query + i, '&', len - i);
+        const size_t end = amp != NULL ? (size_t)(amp - query) : len;
+        const char *eq = memchr(query + i, '=', end - i);
+        const size_t vstart = eq != NULL ? (size_t)(eq - query) + 1 : end;
+
+        if (!query_escapes_ok(query + i, end - i) ||
+            nwb__pct_decode(query + vstart, end - vstart, 1, v, sizeof(v)) < 0) {
+            return -1;
+        }
+        i = end + 1;
+    }
+    return 0;
+}
+
 int nwb__query_get(const char *query, size_t len, const char *key, char *out, size_t *out_len)
 {
     const size_t klen = strlen(key);
@@ -100,7 +122,7 @@ int nwb__query_get(const char *query, size_t len, const char *key, char *out, si
         if (nlen == klen && memcmp(pair, key, klen) == 0) {
             const char *v = eq != NULL ? eq + 1 : pair + plen;
             const size_t vlen = eq != NULL ? plen - nlen - 1 : 0;
-            const long n = pct_decode(v, vlen, out, NWB__QUERY_VALUE_MAX);
+            const long n = nwb__pct_decode(v, vlen, 1, out, NWB__QUERY_VALUE_MAX);
 
             if (n < 0) {
                 return -1;
@@ -111,6 +133,25 @@ int nwb__query_get(const char *query, size_t len, const char *key, char *out, si
         }
         i = end + 1;
     }
+    return 0;
+}
+
+int nwb__parse_u64(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t x = 0;
+
+    if (len == 0 || len > 20) {
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        const unsigned d = (unsigned)(s[i] - '0');
+
+        if (d > 9 || x > (UINT64_MAX - d) / 10) {
+            return -1;
+        }
+        x = x * 10 + d;
+    }
+    *out = x;
     return 0;
 }
 
@@ -129,18 +170,7 @@ int nwb__query_u64(const char *query, size_t len, const char *key, uint64_t min,
     if (found == 0) {
         return 0;
     }
-    if (vlen == 0 || vlen > 20) {
-        return -1;
-    }
-    for (size_t i = 0; i < vlen; i++) {
-        const unsigned d = (unsigned)(v[i] - '0');
-
-        if (d > 9 || x > (UINT64_MAX - d) / 10) {
-            return -1;
-        }
-        x = x * 10 + d;
-    }
-    if (x < min || x > max) {
+    if (nwb__parse_u64(v, vlen, &x) != 0 || x < min || x > max) {
         return -1;
     }
     *out = x;
@@ -204,12 +234,80 @@ int nwb__run_id_valid(const char *id, size_t len)
     return 1;
 }
 
+/* @p n decimal digits at @p s as a number, or -1 when one is not a digit. */
+static int digits(const char *s, unsigned n)
+{
+    int v = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* "YYYYmmdd-HHMMSS" at @p s, a real UTC date and time (year 1970..9999): 1 with @p *ns. */
+static int compact_time(const char *s, uint64_t *ns)
+{
+    const int year = digits(s, 4), mon = digits(s + 4, 2), day = digits(s + 6, 2);
+    const int hour = digits(s + 9, 2), min = digits(s + 11, 2), sec = digits(s + 13, 2);
+    struct tm tm, back;
+    time_t t;
+
+    if (s[8] != '-' || year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 ||
+        hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 59) {
+        return 0;
+    }
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = year - 1900;
+    tm.tm_mon = mon - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = min;
+    tm.tm_sec = sec;
+    t = timegm(&tm);
+    /* timegm() normalises 31 April to 1 May: a date that does not come back is not one. */
+    if (t < 0 || gmtime_r(&t, &back) == NULL || back.tm_mday != day || back.tm_mon != mon - 1) {
+        return 0;
+    }
+    *ns = (uint64_t)t * 1000000000u;
+    return 1;
+}
+
+int nwb__run_id_parse(const char *id, size_t len, struct nwb__run_name *out)
+{
+    if (!nwb__run_id_valid(id, len)) {
+        return 0;
+    }
+    /* "_" + 15 + "_": the first one with a real time splits the id. */
+    for (size_t p = 1; p + 17 < len; p++) {
+        uint64_t ns;
+
+        if (id[p] != '_' || id[p + 16] != '_' || !compact_time(id + p + 1, &ns)) {
+            continue;
+        }
+        if (p > NWB_SAFE_NAME_MAX || len - p - 17 > NWB_SAFE_NAME_MAX + 7) {
+            return 0;
+        }
+        out->program = id;
+        out->program_len = p;
+        out->run = id + p + 17;
+        out->run_len = len - p - 17;
+        out->started_ns = ns;
+        return 1;
+    }
+    return 0;
+}
+
 int nwb__read_run_dir(const char *out_dir, const char *id, size_t len, char *dir, size_t cap)
 {
+    struct nwb__run_name name;
     struct stat st;
     int n;
 
-    if (!nwb__run_id_valid(id, len)) {
+    if (!nwb__run_id_parse(id, len, &name)) {
         return NWB_EPROTO;
     }
     n = snprintf(dir, cap, "%s/runs/%.*s", out_dir, (int)len, id);
@@ -220,4 +318,61 @@ int nwb__read_run_dir(const char *out_dir, const char *id, size_t len, char *dir
         return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
     }
     return S_ISDIR(st.st_mode) ? 0 : -ENOENT;
+}
+
+int nwb__read_run_dirfd(const char *out_dir, const char *id, size_t len)
+{
+    char dir[4096];
+    int fd;
+    const int err = nwb__read_run_dir(out_dir, id, len, dir, sizeof(dir));
+
+    if (err != 0) {
+        return err;
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+    }
+    return fd;
+}
+
+int nwb__read_file_path_valid(const char *name, size_t len)
+{
+    unsigned depth = 0;
+    size_t i = 0;
+
+    if (len == 0) {
+        return 0;
+    }
+    while (i <= len) {
+        const char *slash = memchr(name + i, '/', len - i);
+        const size_t end = slash != NULL ? (size_t)(slash - name) : len;
+        const size_t clen = end - i;
+
+        if (clen == 0 || clen > NWB__READ_FILE_NAME_MAX || ++depth > NWB__READ_FILE_DEPTH_MAX ||
+            (clen == 1 && name[i] == '.') || (clen == 2 && name[i] == '.' && name[i + 1] == '.')) {
+            return 0;
+        }
+        for (size_t k = i; k < end; k++) {
+            const unsigned char c = (unsigned char)name[k];
+
+            if (c < 0x20 || c == 0x7f || c == '\\') {
+                return 0;
+            }
+        }
+        i = end + 1;
+    }
+    return 1;
+}
+
+void nwb__json_time(nwb_json_t *j, uint64_t ns)
+{
+    const time_t secs = (time_t)(ns / 1000000000u);
+    struct tm tm;
+    char day[48], text[64];
+
+    gmtime_r(&secs, &tm);
+    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(text, sizeof(text), "%s.%03uZ", day, (unsigned)(ns / 1000000u % 1000u));
+    nwb_json_cstr(j, text);
 }

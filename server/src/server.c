@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server.c - the server's lifecycle: settings check, loading the name
- * symbols, the log worker, the listener, the crash ingest, signals (SIGHUP
- * reloads the name symbols), and the graceful stop (stop accepting, answer
- * what is complete, stop the crash worker, then drain and join the log
- * worker, close every handle).
+ * symbols, the log worker, the listener, the run index, the crash ingest,
+ * signals (SIGHUP reloads the name symbols), and the graceful stop (stop
+ * accepting, answer what is complete, stop the crash worker, then drain and
+ * join the log worker, write the run index's counters, close every handle).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 #include "crash_int.h"
+#include "read_int.h"
 #include "server_int.h"
 
 static void on_handle_closed(uv_handle_t *h)
@@ -40,6 +41,7 @@ static void srv_free(struct nwb_server *srv)
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
     }
+    nwb__run_index_destroy(srv->runs);
     nwb__auth_wipe(&srv->auth, sizeof(srv->auth));
     nwb_free(srv);
 }
@@ -53,6 +55,7 @@ static void on_job_done(void *ctx, struct nwb__log_job *job)
     if (job == &srv->reload.job) {
         nwb__names_reload_switched(srv, job);
     } else {
+        nwb__run_index_log_job(srv->runs, job);
         nwb__conn_job_finished(NWB_CONTAINER_OF(job, struct nwb__conn, job));
     }
     nwb__server_maybe_finish(srv);
@@ -294,6 +297,16 @@ static void names_release(struct nwb_server *srv)
     srv->names = NULL;
 }
 
+/* The run index closed its handles (it counts as one of handles_open). */
+static void on_runs_closed(void *ctx)
+{
+    struct nwb_server *srv = ctx;
+
+    if (--srv->handles_open == 0 && srv->failed) {
+        srv_free(srv);
+    }
+}
+
 /* Failed create: close what was opened; the memory goes once the handles closed. */
 static void on_failed_closed(uv_handle_t *h)
 {
@@ -320,6 +333,10 @@ static void fail_cleanup(struct nwb_server *srv)
     if (srv->handles_open == 0) {
         srv_free(srv);
         return;
+    }
+    srv->failed = 1;
+    if (srv->runs != NULL) {
+        nwb__run_index_close(srv->runs, on_runs_closed, srv);
     }
     for (int i = 0; i < 5; i++) {
         if (hs[i]->data == srv && !uv_is_closing(hs[i])) {
@@ -381,12 +398,20 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     if (err) {
         goto fail;
     }
+    /* After the log worker made runs/, before the crash ingest's worker settles anything. */
+    err = nwb__run_index_create(loop, srv->out_dir, cfg->run_live_s, NWB__RUN_INDEX_MAX, &srv->runs,
+                                errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    srv->handles_open++;
     /* After listening: a second server started on the same --out by mistake fails above,
      * before the crash ingest's start-up cleanup could touch the first one's folders. */
     err = crash_start(srv, errbuf, errlen);
     if (err) {
         goto fail;
     }
+    nwb__run_index_attach_crashes(srv->runs, srv->crash);
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));
@@ -453,6 +478,8 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     nwb__log_worker_stop(srv->worker);
     srv->worker = NULL;
     names_release(srv);
+    /* Every job came back: the counters are final. */
+    nwb__run_index_close(srv->runs, on_runs_closed, srv);
     close_own_handles(srv);
 }
 

@@ -751,6 +751,9 @@ struct nwb_server {
     struct nwb__reload reload;
     /* crash ingest (crash_int.h) */
     struct nwb__crash_ingest *crash;
+    /* the run index behind GET /v1/runs (read_int.h); it holds one of handles_open */
+    struct nwb__run_index *runs;
+    int failed; /* create failed: the last handle closed frees the server */
     /* telemetry ingest: one at a time, the rest wait in order */
     struct nwb__tel_ingest_metrics tel_metrics;
     int tel_busy;

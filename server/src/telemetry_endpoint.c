@@ -12,6 +12,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "read_int.h"
 #include "server_int.h"
 
 struct tel_ctx {
@@ -70,6 +71,9 @@ static void tel_done(struct nwb__conn *c)
 
     c->work.ctx = NULL;
     nwb__names_unref(t->names);
+    if (t->res.http_status == 200 && !t->res.duplicate) {
+        nwb__run_index_telemetry(srv->runs, c->job.dir, c->job.program, c->job.run);
+    }
     if (c->state != NWB__CONN_CLOSED && t->res.body.len == 0) {
         nwb__conn_respond_error(c, 500, "out of memory building the telemetry answer");
     } else if (c->state != NWB__CONN_CLOSED) {

@@ -29,6 +29,11 @@ NWB_API int nwb_pwrite_all(int fd, const void *p, size_t n, off_t at);
  * gives what was there. On failure @p *out is NULL and @p *len 0.
  */
 NWB_API int nwb_file_read_at(int dirfd, const char *path, size_t max, uint8_t **out, size_t *len);
+/**
+ * nwb_file_read_at() of a file the caller opened (@p fd, borrowed: left open), read from its
+ * current offset; for callers that open with their own flags (O_NOFOLLOW under a folder fd).
+ */
+NWB_API int nwb_file_read_fd(int fd, size_t max, uint8_t **out, size_t *len);
 /** nwb_file_read_at(AT_FDCWD, ...). */
 NWB_API int nwb_file_read(const char *path, size_t max, uint8_t **out, size_t *len);
 

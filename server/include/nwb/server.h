@@ -57,6 +57,7 @@ typedef struct nwb_server_config {
     unsigned queue_max_jobs;        /* log jobs queued or being written; beyond: stop reading */
     size_t max_buffered_bytes;      /* request bodies held in memory; beyond: wait */
     unsigned max_open_runs;         /* run directories kept open by the log worker */
+    unsigned run_live_s;            /* GET /v1/runs: live while the last batch or upload is newer */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
 } nwb_server_config_t;
@@ -121,7 +122,10 @@ typedef struct nwb_server_config {
       "log jobs queued or being written; beyond: reading pauses")                                  \
     X("--max-buffered-bytes", max_buffered_bytes, SIZE, (size_t)256u << 20, 1, 1ull << 40, "N",    \
       "request bodies held in memory, bytes, at least --max-body-bytes; beyond: requests wait")    \
-    X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")
+    X("--max-open-runs", max_open_runs, UINT, 256u, 1, 65536, "N", "run logs kept open")           \
+    X("--run-live-s", run_live_s, UINT, 30u, 1, 86400, "N",                                        \
+      "a run is live (GET /v1/runs) while its last log batch or telemetry upload is at most N "    \
+      "seconds old")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
 #define NWB_SERVER_OPT_INIT_(flag, field, kind, def, min, max, meta, help)                         \

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * read_files.c - the read endpoints that answer a stored file: GET /v1/runs/<id>/telemetry
+ * (the run's telemetry.json) and GET /v1/crashes/<id>/files/<name> (a file of an extracted
+ * crash package). Both open every path component with O_NOFOLLOW under a folder the server
+ * made, take regular files only, read them under a cap on the thread pool, and set the
+ * content type. docs/protocol.md, "Reading".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nwb/alloc.h"
+#include "nwb/error.h"
+#include "nwb/file_io.h"
+
+#include "crash_ingest_int.h"
+#include "read_int.h"
+#include "server_int.h"
+
+struct file_read {
+    char id[NWB__RUN_ID_MAX + 1]; /* a run id or a crash id */
+    char name[NWB__URL_MAX + 1];  /* the crash file's decoded path */
+    size_t name_len;
+    const char *ctype;
+    uint8_t *data;
+    size_t len;
+    int err;
+};
+
+/* The content type of a package file, by its name's extension. */
+static const char *content_type(const char *name, size_t len)
+{
+    static const struct {
+        const char *ext;
+        const char *type;
+    } types[] = {
+        {".txt", "text/plain; charset=utf-8"}, {".log", "text/plain; charset=utf-8"},
+        {".json", "application/json"},         {".zst", "application/zstd"},
+        {".gz", "application/gzip"},           {".tar", "application/x-tar"},
+    };
+
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(types); i++) {
+        const size_t elen = strlen(types[i].ext);
+
+        if (len > elen && memcmp(name + len - elen, types[i].ext, elen) == 0) {
+            return types[i].type;
+        }
+    }
+    return "application/octet-stream";
+}
+
+static void file_read_fd(struct file_read *f, int fd, size_t max)
+{
+    if (fd < 0) {
+        f->err = fd;
+        return;
+    }
+    f->err = nwb_file_read_fd(fd, max, &f->data, &f->len);
+    close(fd);
+}
+
+/* Open @p name (decoded, checked by nwb__read_file_path_valid) below the folder @p dfd (which
+ * this takes over), every component with O_NOFOLLOW. The fd, or a negated errno. */
+static int open_below(int dfd, const char *name, size_t len)
+{
+    size_t i = 0;
+
+    while (dfd >= 0) {
+        const char *slash = memchr(name + i, '/', len - i);
+        const size_t end = slash != NULL ? (size_t)(slash - name) : len;
+        char comp[NWB__READ_FILE_NAME_MAX + 1];
+        int next;
+
+        memcpy(comp, name + i, end - i);
+        comp[end - i] = '\0';
+        next = openat(dfd, comp,
+                      slash != NULL ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+                                    : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (next < 0) {
+            next = -errno;
+        }
+        close(dfd);
+        if (slash == NULL || next < 0) {
+            return next;
+        }
+        dfd = next;
+        i = end + 1;
+    }
+    return dfd;
+}
+
+/* Answer what a file_read came back with: @p what names the file in errors, @p missing is the
+ * 404 reason, a file over @p max is answered @p too_big. */
+static void file_done(struct nwb__conn *c, const char *what, const char *missing, unsigned max,
+                      int too_big)
+{
+    struct file_read *f = c->work.ctx;
+    char msg[192], ebuf[96];
+
+    c->work.ctx = NULL;
+    if (c->state == NWB__CONN_CLOSED) {
+        /* nothing to answer */
+    } else if (f->err == 0) {
+        nwb__conn_respond(c, 200, f->ctype, (const char *)f->data, f->len, f->len > 0,
+                          "X-Content-Type-Options: nosniff\r\n");
+        if (f->len > 0) {
+            f->data = NULL; /* the connection frees it */
+        }
+    } else if (f->err == -ENOENT || f->err == -ENOTDIR || f->err == -ELOOP ||
+               f->err == NWB_EPROTO || f->err == NWB_ENOTREG) {
+        nwb__conn_respond_error(c, 404, missing);
+    } else if (f->err == NWB_ETOOBIG) {
+        snprintf(msg, sizeof(msg), "%s is larger than the %u bytes answered", what, max);
+        nwb__conn_respond_error(c, too_big, msg);
+    } else {
+        snprintf(msg, sizeof(msg), "cannot read %s: %s", what,
+                 nwb_strerror_r(f->err, ebuf, sizeof(ebuf)));
+        nwb__conn_respond_error(c, f->err == -ENOMEM ? 503 : 500, msg);
+    }
+    nwb_free(f->data);
+    nwb_free(f);
+}
+
+static void queue_read(struct nwb__conn *c, struct file_read *f, nwb__work_run_fn run,
+                       nwb__work_done_fn done)
+{
+    c->work.ctx = f;
+    if (nwb__offload(c, run, done) != 0) {
+        c->work.ctx = NULL;
+        nwb_free(f);
+        nwb__conn_respond_error(c, 500, "cannot queue the request");
+    }
+}
+
+/* ---- GET /v1/runs/<id>/telemetry ---- */
+
+static void telemetry_run(struct nwb__conn *c)
+{
+    struct file_read *f = c->work.ctx;
+    const int dfd = nwb__read_run_dirfd(c->srv->out_dir, f->id, strlen(f->id));
+    int fd = dfd;
+
+    if (dfd >= 0) {
+        fd = openat(dfd, NWB_TEL_REPORT_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        fd = fd < 0 ? -errno : fd;
+        close(dfd);
+    }
+    file_read_fd(f, fd, NWB__READ_TELEMETRY_MAX);
+}
+
+static void telemetry_done(struct nwb__conn *c)
+{
+    file_done(c, "the run's " NWB_TEL_REPORT_FILE, "no such run, or it has no telemetry report",
+              NWB__READ_TELEMETRY_MAX, 500);
+}
+
+void nwb__read_telemetry_handle(struct nwb__conn *c)
+{
+    struct nwb__target t;
+    struct nwb__run_name rn;
+    struct file_read *f;
+    const char *id;
+    size_t id_len;
+
+    nwb__target_split(c->req.url, c->req.url_len, &t);
+    if (!nwb__path_segment(t.path, t.path_len, "/v1/runs/", 0, &id, &id_len) ||
+        !nwb__run_id_parse(id, id_len, &rn)) {
+        nwb__conn_respond_error(c, 404, "no such run");
+        return;
+    }
+    f = nwb_calloc(1, sizeof(*f));
+    if (f == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    memcpy(f->id, id, id_len);
+    f->ctype = "application/json";
+    queue_read(c, f, telemetry_run, telemetry_done);
+}
+
+/* ---- GET /v1/crashes/<id>/files/<name> ---- */
+
+static void crash_file_run(struct nwb__conn *c)
+{
+    struct file_read *f = c->work.ctx;
+    char path[4096];
+    int dfd;
+
+    snprintf(path, sizeof(path), "%s/crashes/packages/%s", c->srv->out_dir, f->id);
+    dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    file_read_fd(f, dfd < 0 ? -errno : open_below(dfd, f->name, f->name_len), NWB__READ_FILE_MAX);
+}
+
+static void crash_file_done(struct nwb__conn *c)
+{
+    file_done(c, "the crash file", "no such crash package or file", NWB__READ_FILE_MAX, 413);
+}
+
+void nwb__read_crash_file_handle(struct nwb__conn *c)
+{
+    static const char files[] = "files";
+    struct nwb__target t;
+    struct file_read *f;
+    const char *id, *seg;
+    size_t id_len, seg_len, off;
+    long n;
+
+    nwb__target_split(c->req.url, c->req.url_len, &t);
+    if (!nwb__path_segment(t.path, t.path_len, "/v1/crashes/", 0, &id, &id_len) ||
+        id_len != NWB_CRASH_INGEST_ID_LEN ||
+        !nwb__path_segment(t.path, t.path_len, "/v1/crashes/", 1, &seg, &seg_len) ||
+        seg_len != sizeof(files) - 1 || memcmp(seg, files, seg_len) != 0) {
+        nwb__conn_respond_error(c, 404, "no such crash package or file");
+        return;
+    }
+    f = nwb_calloc(1, sizeof(*f));
+    if (f == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    memcpy(f->id, id, id_len);
+    /* The name: everything after ".../files/" (the route has at least one byte there). */
+    off = (size_t)(seg + seg_len - t.path) + 1;
+    n = off < t.path_len ? nwb__pct_decode(t.path + off, t.path_len - off, 0, f->name, NWB__URL_MAX)
+                         : 0;
+    if (!nwb__crash_id_valid(f->id) || n < 0 || !nwb__read_file_path_valid(f->name, (size_t)n)) {
+        nwb_free(f);
+        nwb__conn_respond_error(c, n < 0 ? 400 : 404,
+                                n < 0 ? "malformed file name: a bad %XX escape or an escaped NUL"
+                                      : "no such crash package or file");
+        return;
+    }
+    f->name_len = (size_t)n;
+    f->ctype = content_type(f->name, f->name_len);
+    queue_read(c, f, crash_file_run, crash_file_done);
+}
