@@ -210,6 +210,9 @@ static int fill(nwb_tel_file_reader_t *r, size_t want)
 /* Drop the first @p n bytes of the window. */
 static void drop(nwb_tel_file_reader_t *r, size_t n)
 {
+    if (n == 0) {
+        return; /* also before the first fill: win is still NULL */
+    }
     memmove(r->win, r->win + n, r->len - n);
     r->len -= n;
     r->win_off += n;
