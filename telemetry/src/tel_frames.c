@@ -207,11 +207,23 @@ static int table_add(struct nwb__frames *f, uint64_t frame, uint64_t ns)
             return -ENOMEM;
         }
         f->chunks = c;
-        c[f->nchunks] = nwb_malloc(NWB__FRAMES_CHUNK * sizeof(uint32_t));
-        if (c[f->nchunks] == NULL) {
+        c[f->nchunks] = NULL;
+        f->nchunks++;
+        f->tail_cap = 0;
+    }
+    if (f->table % NWB__FRAMES_CHUNK == f->tail_cap) {
+        /* The first chunk grows from 4,096 entries (a short run stays small); the others
+         * start full, as the run is long by then. */
+        const size_t cap = chunk == 0 && f->tail_cap < NWB__FRAMES_CHUNK
+                               ? (f->tail_cap == 0 ? 4096 : f->tail_cap * 2)
+                               : NWB__FRAMES_CHUNK;
+        uint32_t *p = nwb_realloc(f->chunks[chunk], cap * sizeof(uint32_t));
+
+        if (p == NULL) {
             return -ENOMEM;
         }
-        f->nchunks++;
+        f->chunks[chunk] = p;
+        f->tail_cap = cap;
     }
     if (ns >= LONG_NS) {
         err =
@@ -326,8 +338,10 @@ size_t nwb__frames_memory(const struct nwb__frames *f)
 {
     return f->nblocks * sizeof(struct nwb__oblock) + f->blocks_cap * sizeof(*f->blocks) +
            f->big_sorted_cap * sizeof(*f->big_sorted) +
-           f->nchunks * (NWB__FRAMES_CHUNK * sizeof(uint32_t) + sizeof(*f->chunks)) +
-           f->big_at_cap * sizeof(*f->big_at) + f->runs_cap * sizeof(*f->runs) +
+           (f->nchunks > 0 ? (f->nchunks - 1) * NWB__FRAMES_CHUNK + f->tail_cap : 0) *
+               sizeof(uint32_t) +
+           f->nchunks * sizeof(*f->chunks) + f->big_at_cap * sizeof(*f->big_at) +
+           f->runs_cap * sizeof(*f->runs) +
            (f->hist.counts != NULL ? NWB__HIST_BUCKETS * sizeof(uint32_t) : 0);
 }
 

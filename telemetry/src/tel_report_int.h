@@ -62,7 +62,8 @@ struct nwb__frames {
      * big_at), and the frame numbers as runs of consecutive numbers. */
     uint32_t **chunks;
     size_t nchunks;
-    uint64_t table; /* entries */
+    size_t tail_cap; /* entries the last chunk has room for */
+    uint64_t table;  /* entries */
     struct nwb__fbig *big_at;
     size_t nbig_at, big_at_cap;
     struct nwb__frun *runs;

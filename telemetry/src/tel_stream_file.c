@@ -211,7 +211,7 @@ static int fill(nwb_tel_file_reader_t *r, size_t want)
 static void drop(nwb_tel_file_reader_t *r, size_t n)
 {
     if (n == 0) {
-        return; /* also before the first fill: win is still NULL */
+        return;
     }
     memmove(r->win, r->win + n, r->len - n);
     r->len -= n;
@@ -480,17 +480,12 @@ void nwb_tel_file_reader_destroy(nwb_tel_file_reader_t *r)
     nwb_free(r);
 }
 
-int nwb_tel_report_state_feed_file(nwb_tel_report_state_t *s, const char *path,
-                                   uint64_t *bad_offset)
+int nwb_tel_report_state_feed_reader(nwb_tel_report_state_t *s, nwb_tel_file_reader_t *r)
 {
-    nwb_tel_file_reader_t *r;
     const uint8_t *data;
     size_t len;
-    int rc = nwb_tel_file_reader_open(path, &r);
+    int rc;
 
-    if (rc != 0) {
-        return rc;
-    }
     for (;;) {
         rc = nwb_tel_file_reader_next(r, &data, &len);
         if (rc != 1) {
@@ -498,15 +493,11 @@ int nwb_tel_report_state_feed_file(nwb_tel_report_state_t *s, const char *path,
         }
         rc = nwb_tel_report_state_feed(s, data, len, 0, NULL);
         if (rc != 0) {
-            break;
+            return rc;
         }
     }
-    if (rc != 0 && nwb_tel_file_reader_reason(r) != NULL) {
-        nwb_tel_report_state_fail(s, rc, nwb_tel_file_reader_reason(r));
-        if (bad_offset != NULL) {
-            *bad_offset = nwb_tel_file_reader_offset(r);
-        }
+    if (rc != 0) {
+        nwb_tel_report_state_fail(s, rc, r->reason != NULL ? r->reason : "read error");
     }
-    nwb_tel_file_reader_destroy(r);
     return rc;
 }

@@ -1,39 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nwb_telemetry.c - the nwb-telemetry tool: report (the same telemetry.json the server
- * writes), dump (one line per event), chrome (Chrome trace JSON for Perfetto) and synth (a
- * deterministic synthetic stream) over .nwbs telemetry streams.
+ * writes, streamed through the incremental report state), dump (one line per event), chrome
+ * (Chrome trace JSON for Perfetto) and synth (a deterministic synthetic stream, any length, in
+ * bounded memory) over telemetry streams, raw (.nwbs) or zstd frames (.nwbs.zst), told apart
+ * by their magic.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "nwb/alloc.h"
 #include "nwb/common.h"
 #include "nwb/error.h"
-#include "nwb/file_io.h"
 #include "nwb/namesym.h"
 #include "nwb/telemetry_report.h"
 
-#define TOOL_INPUT_MAX   ((size_t)1 << 30) /* largest stream the tool reads: 1 GiB */
+#define TOOL_INPUT_MAX   ((size_t)1 << 30) /* largest stream dump and chrome read: 1 GiB */
+#define TOOL_ZSTD_LEVEL  3                 /* synth .zst frames, as the uploader writes them */
 #define TOOL_NAMESYM_MAX 16
 
 static const char usage_text[] =
     "usage: nwb-telemetry <command> [options]\n"
     "\n"
     "commands:\n"
-    "  report FILE.nwbs [-o OUT.json] [--namesym F]...   the run report (telemetry.json);\n"
-    "                        reads telemetry.ingest.log beside FILE when present\n"
-    "  dump FILE.nwbs [--namesym F]...                   one line per segment and event\n"
-    "  chrome FILE.nwbs -o TRACE.json [--namesym F]...   Chrome trace events (Perfetto)\n"
-    "  synth -o FILE.nwbs [--seed N] [--frames N] [--scopes N] [--gpu N] [--arenas N]\n"
+    "  report FILE [-o OUT.json] [--namesym F]...   the run report (telemetry.json), in bounded\n"
+    "                        memory; reads telemetry.ingest.log beside FILE when present\n"
+    "  dump FILE [--namesym F]...                   one line per segment and event\n"
+    "  chrome FILE -o TRACE.json [--namesym F]...   Chrome trace events (Perfetto)\n"
+    "  synth -o FILE [--zstd] [--seed N] [--frames N] [--scopes N] [--gpu N] [--arenas N]\n"
     "        [--logs N] [--frames-per-upload N] [--frame-graph-every N]\n"
     "        [--diagnostics-every N] [--unknown-kinds] [--namesym-out F.namesym]\n"
-    "                        a deterministic synthetic stream (same options, same bytes)\n"
+    "                        a deterministic synthetic stream (same options, same bytes),\n"
+    "                        written one upload at a time; --zstd or a FILE ending in .zst\n"
+    "                        writes one zstd frame per upload (telemetry.nwbs.zst)\n"
     "\n"
-    "exit status: 0 ok; 1 the stream failed to decode (report/dump/chrome still written,\n"
-    "the failure is described in them); 2 usage or I/O error.\n";
+    "FILE is a raw stream (telemetry.nwbs) or its uploads' zstd frames concatenated\n"
+    "(telemetry.nwbs.zst), told apart by the magic.\n"
+    "exit status: 0 ok; 1 the stream failed to decode or a zstd frame could not be read\n"
+    "(report/dump/chrome still written, the failure is described in them); 2 usage or I/O\n"
+    "error.\n";
 
 struct opts {
     const char *cmd;
@@ -42,6 +51,7 @@ struct opts {
     const char *namesym[TOOL_NAMESYM_MAX];
     unsigned nnamesym;
     const char *namesym_out;
+    int zstd;
     nwb_tel_synth_config_t synth;
 };
 
@@ -95,6 +105,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             }
             o->namesym_out = v;
             i++;
+        } else if (strcmp(a, "--zstd") == 0) {
+            o->zstd = 1;
         } else if (strcmp(a, "--unknown-kinds") == 0) {
             o->synth.unknown_kinds = 1;
         } else if (strcmp(a, "--seed") == 0) {
@@ -192,18 +204,44 @@ static int close_out(FILE *f, const char *path)
     return 0;
 }
 
-static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
-                      const nwb_namesym_table_t *names)
+/* Say why @p path could not be opened as a stream. */
+static void open_error(const char *path, int err)
+{
+    char msg[128];
+
+    fprintf(stderr, "nwb-telemetry: %s: %s\n", path, nwb_strerror_r(err, msg, sizeof(msg)));
+}
+
+/* Say why a piece of @p r could not be read: what came before it is still reported. */
+static void piece_error(const char *path, const nwb_tel_file_reader_t *r, int err)
+{
+    fprintf(stderr,
+            "nwb-telemetry: %s: %s at byte %llu (%s); the output covers what came "
+            "before it\n",
+            path, nwb_err_name(err), (unsigned long long)nwb_tel_file_reader_offset(r),
+            nwb_tel_file_reader_reason(r) != NULL ? nwb_tel_file_reader_reason(r) : "");
+}
+
+static int cmd_report(const struct opts *o, const nwb_namesym_table_t *names)
 {
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
     nwb_tel_ingest_summary_t ingest;
     nwb_tel_decode_result_t res;
+    nwb_tel_report_state_t *state = NULL;
+    nwb_tel_file_reader_t *reader = NULL;
     nwb_buf_t json;
     char logpath[4096];
+    char msg[128];
     const char *slash = strrchr(o->input, '/');
     FILE *f;
+    int read_err;
     int err;
 
+    err = nwb_tel_file_reader_open(o->input, &reader);
+    if (err != 0) {
+        open_error(o->input, err);
+        return 2;
+    }
     if (slash != NULL) {
         snprintf(logpath, sizeof(logpath), "%.*s/%s", (int)(slash - o->input), o->input,
                  NWB_TEL_INGEST_LOG_NAME);
@@ -212,8 +250,6 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
     }
     err = nwb_tel_ingest_log_load(logpath, &ingest);
     if (err != 0) {
-        char msg[128];
-
         fprintf(stderr, "nwb-telemetry: %s: cannot read (%s); reporting without it\n", logpath,
                 nwb_strerror_r(err, msg, sizeof(msg)));
         memset(&ingest, 0, sizeof(ingest));
@@ -221,10 +257,18 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
     ro.names = names;
     ro.ingest = &ingest;
     nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    err = nwb_tel_report_build(data, len, &ro, &json, &res);
+    err = nwb_tel_report_state_create(&state);
+    read_err = err == 0 ? nwb_tel_report_state_feed_reader(state, reader) : 0;
+    if (read_err != 0 && read_err != -ENOMEM) {
+        piece_error(o->input, reader, read_err);
+    }
+    nwb_tel_file_reader_destroy(reader);
+    if (err == 0) {
+        err = nwb_tel_report_state_write(state, &ro, &json);
+        nwb_tel_report_state_decode_result(state, &res);
+    }
+    nwb_tel_report_state_destroy(state);
     if (err != 0) {
-        char msg[128];
-
         fprintf(stderr, "nwb-telemetry: report: %s\n", nwb_strerror_r(err, msg, sizeof(msg)));
         nwb_buf_cleanup(&json);
         return 2;
@@ -242,6 +286,42 @@ static int cmd_report(const struct opts *o, const uint8_t *data, size_t len,
         return 2;
     }
     return res.status == 0 ? 0 : 1;
+}
+
+/*
+ * The whole stream of @p path (raw or .zst) in @p out (at most TOOL_INPUT_MAX bytes), for the
+ * commands that need it at once. Returns 0, 1 (a piece could not be read: @p out holds what
+ * came before it, the error is said) or 2 (nothing usable).
+ */
+static int read_stream(const char *path, nwb_buf_t *out)
+{
+    nwb_tel_file_reader_t *r = NULL;
+    const uint8_t *data;
+    size_t len;
+    int rc = nwb_tel_file_reader_open(path, &r);
+
+    nwb_buf_init(out, TOOL_INPUT_MAX);
+    if (rc != 0) {
+        open_error(path, rc);
+        return 2;
+    }
+    for (;;) {
+        rc = nwb_tel_file_reader_next(r, &data, &len);
+        if (rc != 1) {
+            break;
+        }
+        rc = nwb_buf_append(out, data, len);
+        if (rc != 0) {
+            fprintf(stderr, "nwb-telemetry: %s: larger than the 1 GiB this command reads\n", path);
+            nwb_tel_file_reader_destroy(r);
+            return 2;
+        }
+    }
+    if (rc != 0) {
+        piece_error(path, r, rc);
+    }
+    nwb_tel_file_reader_destroy(r);
+    return rc == 0 ? 0 : 1;
 }
 
 static int cmd_chrome(const struct opts *o, const uint8_t *data, size_t len,
@@ -271,12 +351,56 @@ static int cmd_chrome(const struct opts *o, const uint8_t *data, size_t len,
     return 0;
 }
 
+struct synth_out {
+    FILE *f;
+    ZSTD_CCtx *cctx; /* NULL: raw */
+    uint8_t *zbuf;
+    size_t zcap;
+};
+
+/* One upload to the file: as it is, or as one independent zstd frame (what the server stores
+ * in telemetry.nwbs.zst). */
+static int synth_segment(void *ctx, const uint8_t *data, size_t len)
+{
+    struct synth_out *so = ctx;
+    const uint8_t *out = data;
+    size_t n = len;
+
+    if (so->cctx != NULL) {
+        const size_t bound = ZSTD_compressBound(len);
+
+        if (bound > so->zcap) {
+            uint8_t *p = nwb_realloc(so->zbuf, bound);
+
+            if (p == NULL) {
+                return -ENOMEM;
+            }
+            so->zbuf = p;
+            so->zcap = bound;
+        }
+        n = ZSTD_compress2(so->cctx, so->zbuf, so->zcap, data, len);
+        if (ZSTD_isError(n)) {
+            return NWB_ECOMPRESS;
+        }
+        out = so->zbuf;
+    }
+    return fwrite(out, 1, n, so->f) == n ? 0 : -EIO;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s);
+    const size_t k = strlen(suffix);
+
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 static int cmd_synth(const struct opts *o)
 {
+    struct synth_out so = {NULL, NULL, NULL, 0};
     nwb_namesym_builder_t names;
-    nwb_buf_t out;
     char errbuf[256];
-    FILE *f;
+    int rc = 2;
     int err;
 
     if (o->output == NULL) {
@@ -284,46 +408,48 @@ static int cmd_synth(const struct opts *o)
         return 2;
     }
     nwb_namesym_builder_init(&names);
-    nwb_buf_init(&out, TOOL_INPUT_MAX);
-    err = nwb_tel_synth(&o->synth, &out, o->namesym_out != NULL ? &names : NULL);
+    if (o->zstd || ends_with(o->output, ".zst")) {
+        so.cctx = ZSTD_createCCtx();
+        if (so.cctx == NULL ||
+            ZSTD_isError(
+                ZSTD_CCtx_setParameter(so.cctx, ZSTD_c_compressionLevel, TOOL_ZSTD_LEVEL)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(so.cctx, ZSTD_c_checksumFlag, 1))) {
+            fprintf(stderr, "nwb-telemetry: synth: zstd setup failed\n");
+            goto out;
+        }
+    }
+    so.f = open_out(o->output);
+    if (so.f == NULL) {
+        goto out;
+    }
+    err = nwb_tel_synth_run(&o->synth, synth_segment, &so, o->namesym_out != NULL ? &names : NULL);
+    if (close_out(so.f, o->output) != 0) {
+        goto out;
+    }
     if (err != 0) {
         fprintf(stderr, "nwb-telemetry: synth: %s\n", nwb_strerror_r(err, errbuf, sizeof(errbuf)));
-        goto fail;
-    }
-    f = open_out(o->output);
-    if (f == NULL) {
-        goto fail;
-    }
-    if (fwrite(out.data, 1, out.len, f) != out.len) {
-        fprintf(stderr, "nwb-telemetry: %s: write failed\n", o->output);
-        close_out(f, o->output);
-        goto fail;
-    }
-    if (close_out(f, o->output) != 0) {
-        goto fail;
+        goto out;
     }
     if (o->namesym_out != NULL && nwb_namesym_builder_write(&names, "synth-build-1", o->namesym_out,
                                                             errbuf, sizeof(errbuf)) != 0) {
         fprintf(stderr, "nwb-telemetry: %s: %s\n", o->namesym_out, errbuf);
-        goto fail;
+        goto out;
     }
+    rc = 0;
+out:
+    ZSTD_freeCCtx(so.cctx);
+    nwb_free(so.zbuf);
     nwb_namesym_builder_cleanup(&names);
-    nwb_buf_cleanup(&out);
-    return 0;
-fail:
-    nwb_namesym_builder_cleanup(&names);
-    nwb_buf_cleanup(&out);
-    return 2;
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
     nwb_namesym_table_t *names = NULL;
     struct opts o;
-    uint8_t *data = NULL;
-    size_t len = 0;
+    nwb_buf_t stream;
+    int read_rc;
     int rc;
-    int err;
 
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(usage_text, stdout);
@@ -350,30 +476,30 @@ int main(int argc, char **argv)
         fprintf(stderr, "nwb-telemetry: %s needs FILE.nwbs\n", o.cmd);
         return 2;
     }
-    err = nwb_file_read(o.input, TOOL_INPUT_MAX, &data, &len);
-    if (err != 0) {
-        char msg[128];
-
-        fprintf(stderr, "nwb-telemetry: %s: %s\n", o.input,
-                err == NWB_ETOOBIG ? "larger than the 1 GiB the tool reads"
-                                   : nwb_strerror_r(err, msg, sizeof(msg)));
-        return 2;
-    }
     if (load_names(&o, &names) != 0) {
-        nwb_free(data);
         return 2;
     }
     if (strcmp(o.cmd, "report") == 0) {
-        rc = cmd_report(&o, data, len, names);
+        rc = cmd_report(&o, names);
+        nwb_namesym_table_destroy(names);
+        return rc;
+    }
+    read_rc = read_stream(o.input, &stream);
+    if (read_rc == 2) {
+        rc = 2;
     } else if (strcmp(o.cmd, "chrome") == 0) {
-        rc = cmd_chrome(&o, data, len, names);
+        rc = cmd_chrome(&o, stream.data, stream.len, names);
     } else {
-        rc = nwb_tel_dump(data, len, names, stdout) == 0 ? 0 : 1;
+        rc = nwb_tel_dump(stream.data, stream.len, names, stdout) == 0 ? 0 : 1;
         if (fflush(stdout) != 0) {
             rc = 2;
         }
     }
+    /* A piece that could not be read makes a complete output a partial one. */
+    if (rc == 0 && read_rc == 1) {
+        rc = 1;
+    }
     nwb_namesym_table_destroy(names);
-    nwb_free(data);
+    nwb_buf_cleanup(&stream);
     return rc;
 }

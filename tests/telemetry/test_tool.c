@@ -4,7 +4,8 @@
  * report to a file and to stdout, with an ingest log whose reasons hold quotes and bytes that
  * are not UTF-8, the report of a damaged stream, the Chrome trace of whole and damaged streams)
  * is parsed by the strict checker (tests/support/json_check.c); exit codes 0, 1 and 2 as
- * documented; a FIFO as input, or as the ingest log beside it, never hangs the tool.
+ * documented; a FIFO as input, or as the ingest log beside it, never hangs the tool; .nwbs.zst
+ * streams are read and written (synth) like raw ones, a torn frame reported as such.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,6 +234,102 @@ static void test_tool_chrome_trace_is_strict_json_whole_or_damaged(void **state)
     free(json);
 }
 
+/* synth writes golden_run's stream one zstd frame per upload (by --zstd or by the name): report,
+ * dump and chrome of the .zst give what they give for the raw file; a torn last frame gives the
+ * report of the frames before it, the zstd error in it and on stderr, and exit 1. */
+static void test_tool_reads_and_writes_nwbs_zst(void **state)
+{
+    struct fx *f = *state;
+    char zst[700], zst2[700], raw_dump[700];
+    const char *const synth[] = {"synth", "-o", zst, "--frames", "90", "--frames-per-upload",
+                                 "30",    NULL};
+    char *want;
+    char *got;
+    size_t len = 0;
+    uint8_t *z;
+
+    snprintf(zst, sizeof(zst), "%s/telemetry.nwbs.zst", f->dir);
+    snprintf(zst2, sizeof(zst2), "%s/run.bin", f->dir);
+    snprintf(raw_dump, sizeof(raw_dump), "%s/raw.dump", f->dir);
+    assert_int_equal(tool(f, synth), 0);
+    z = tel_read_file(zst, &len);
+    assert_non_null(z);
+    assert_true(len > 4 && z[0] == 0x28 && z[1] == 0xb5 && z[2] == 0x2f && z[3] == 0xfd);
+    {
+        /* --zstd without the suffix: the same bytes. */
+        const char *const args[] = {
+            "synth", "-o", zst2, "--zstd", "--frames", "90", "--frames-per-upload", "30", NULL};
+        size_t len2 = 0;
+        uint8_t *z2;
+
+        assert_int_equal(tool(f, args), 0);
+        z2 = tel_read_file(zst2, &len2);
+        assert_non_null(z2);
+        assert_int_equal(len2, len);
+        assert_memory_equal(z2, z, len);
+        free(z2);
+    }
+    {
+        const char *const raw[] = {"synth", "-o", raw_dump, "--frames", "90", "--frames-per-upload",
+                                   "30",    NULL};
+        const char *const rep[] = {"report", raw_dump, "-o", f->json, NULL};
+
+        assert_int_equal(tool(f, raw), 0);
+        assert_int_equal(tool(f, rep), 0);
+        want = strict_json(f->json);
+    }
+    {
+        const char *const rep[] = {"report", zst, "-o", f->json, NULL};
+
+        assert_int_equal(tool(f, rep), 0);
+    }
+    got = strict_json(f->json);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    {
+        const char *const dump_raw[] = {"dump", raw_dump, NULL};
+        const char *const dump_zst[] = {"dump", zst, NULL};
+
+        assert_int_equal(tool(f, dump_raw), 0);
+        want = (char *)tel_read_file(f->out, &len);
+        assert_int_equal(tool(f, dump_zst), 0);
+        got = (char *)tel_read_file(f->out, &len);
+        assert_non_null(want);
+        assert_non_null(got);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+    }
+    {
+        const char *const args[] = {"chrome", zst, "-o", f->json, NULL};
+
+        assert_int_equal(tool(f, args), 0);
+        free(strict_json(f->json));
+    }
+    /* The last frame torn. */
+    assert_int_equal(tel_write_file(zst, z, len - 9), 0);
+    {
+        const char *const rep[] = {"report", zst, "-o", f->json, NULL};
+
+        assert_int_equal(tool(f, rep), 1);
+    }
+    got = strict_json(f->json);
+    expect_in(got, "\"status\":\"NWB_ECOMPRESS\"");
+    expect_in(got, "\"frames\":{\"count\":60,");
+    free(got);
+    got = tool_stderr(f);
+    expect_in(got, "NWB_ECOMPRESS at byte ");
+    expect_in(got, "zstd frame is truncated");
+    free(got);
+    {
+        const char *const args[] = {"dump", zst, NULL};
+
+        assert_int_equal(tool(f, args), 1);
+    }
+    free(z);
+}
+
 /* Input that is not a regular file is refused (exit 2, the reason on stderr) and a FIFO
  * nobody writes to does not hang the tool; a missing file names its errno. */
 static void test_tool_input_must_be_a_regular_file(void **state)
@@ -295,6 +392,7 @@ int main(void)
         T(test_tool_report_of_a_damaged_stream_is_strict_json_and_exit_1),
         T(test_tool_chrome_trace_is_strict_json_whole_or_damaged),
         T(test_tool_input_must_be_a_regular_file),
+        T(test_tool_reads_and_writes_nwbs_zst),
     };
 #undef T
 

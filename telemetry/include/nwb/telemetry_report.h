@@ -286,13 +286,12 @@ NWB_API uint64_t nwb_tel_file_reader_pieces(const nwb_tel_file_reader_t *r);
 NWB_API void nwb_tel_file_reader_destroy(nwb_tel_file_reader_t *r);
 
 /**
- * Feed the stream stored at @p path into @p s (bounded memory: one piece at a time); a piece
- * that cannot be read stops @p s with that error (nwb_tel_report_state_fail()). @p bad_offset
- * (may be NULL) receives the file offset of the unreadable piece. Returns 0 when the whole file
- * was read (whatever it decoded to), the reader's error, or -ENOMEM.
+ * Feed everything @p r (borrowed, just opened) has left into @p s, one piece at a time (bounded
+ * memory). A piece that cannot be read stops @p s with that error (nwb_tel_report_state_fail();
+ * the reader's _offset says where). Returns 0 when the whole file was read (whatever it
+ * decoded to), the reader's error, or -ENOMEM.
  */
-NWB_API int nwb_tel_report_state_feed_file(nwb_tel_report_state_t *s, const char *path,
-                                           uint64_t *bad_offset);
+NWB_API int nwb_tel_report_state_feed_reader(nwb_tel_report_state_t *s, nwb_tel_file_reader_t *r);
 
 /* ---- Dump and Chrome trace ---------------------------------------------------------------- */
 
