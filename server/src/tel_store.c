@@ -553,6 +553,21 @@ static int legacy_convert(struct nwb__tel_store *s, nwb_tel_report_state_t *stat
     return rc;
 }
 
+/* Exactly what `nwb-telemetry report` does with the file. A frame that cannot be read stops
+ * the state (the report says so): not an error here. */
+static int feed_stored(const char *path, nwb_tel_report_state_t *state)
+{
+    nwb_tel_file_reader_t *r = NULL;
+    int err = nwb_tel_file_reader_open(path, &r);
+
+    if (err == 0) {
+        err = nwb_tel_report_state_feed_reader(state, r);
+        err = err == -ENOMEM ? err : 0;
+    }
+    nwb_tel_file_reader_destroy(r);
+    return err;
+}
+
 void nwb__tel_store_close(struct nwb__tel_store *s)
 {
     if (s == NULL) {
@@ -641,10 +656,7 @@ int nwb__tel_store_open(const char *dir, int create, nwb_tel_report_state_t *sta
             } else if (err == 0 && s->stream_size > 0) {
                 err = nwb__tel_path(path, s->dir, NWB_TEL_STREAM_ZST_FILE);
                 if (err == 0) {
-                    /* Exactly what `nwb-telemetry report` does with the file. A frame that
-                     * cannot be read stops the state (the report says so); not an error. */
-                    err = nwb_tel_report_state_feed_file(state, path, NULL);
-                    err = err == -ENOMEM || err == NWB_ETOOBIG ? err : 0;
+                    err = feed_stored(path, state);
                 }
             }
         }

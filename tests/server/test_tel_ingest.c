@@ -228,7 +228,11 @@ static char *offline_report(struct fx *f)
 
     assert_int_equal(nwb_tel_report_state_create(&s), 0);
     if (size_of(f->stream) > 0) {
-        assert_int_equal(nwb_tel_report_state_feed_file(s, f->stream, NULL), 0);
+        nwb_tel_file_reader_t *r;
+
+        assert_int_equal(nwb_tel_file_reader_open(f->stream, &r), 0);
+        assert_int_equal(nwb_tel_report_state_feed_reader(s, r), 0);
+        nwb_tel_file_reader_destroy(r);
     }
     assert_int_equal(nwb_tel_ingest_log_load(f->log, &ingest), 0);
     ro.ingest = &ingest;
