@@ -722,6 +722,38 @@ static void test_telemetry_http_a_slow_run_does_not_hold_up_the_others(void **st
     run_uploads_free(&u);
 }
 
+/* GET @p path: the status, and the body (malloc'd, NUL-terminated) in *@p body. A 200 body
+ * must be one strict JSON object. */
+static int get_read(const struct fx *f, const char *path, char **body)
+{
+    const size_t cap = 4u << 20;
+    char *b = malloc(cap);
+    int status;
+
+    assert_non_null(b);
+    status = nwb_test_http(f->srv.port, "GET", path, NULL, NULL, 0, b, cap);
+    if (status == 200) {
+        size_t bad = 0;
+        const size_t n = strlen(b);
+
+        assert_true(n + 1 < cap);
+        if (nwb_test_json_check(b, n, &bad) != 0 || b[0] != '{') {
+            fail_msg("GET %s: not a strict JSON object (byte %zu): %.400s", path, bad, b);
+        }
+    }
+    *body = b;
+    return status;
+}
+
+static int get_status(const struct fx *f, const char *path)
+{
+    char *b = NULL;
+    const int status = get_read(f, path, &b);
+
+    free(b);
+    return status;
+}
+
 /* --telemetry-run-max-bytes: past it an upload is acknowledged and reported, not stored. */
 static void test_telemetry_http_run_limit_stops_storing_not_reporting(void **state)
 {
@@ -751,6 +783,232 @@ static void test_telemetry_http_run_limit_stops_storing_not_reporting(void **sta
     expect_in(json, "\"unstored\":1");
     free(json);
     assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_uploads_unstored_total"), 1);
+    {
+        char path[1600];
+        char *body = NULL;
+
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/75", strrchr(dir, '/') + 1);
+        assert_int_equal(get_read(f, path, &body), 404);
+        expect_in(body, "not stored");
+        free(body);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/15", strrchr(dir, '/') + 1);
+        assert_int_equal(get_status(f, path), 200);
+    }
+    run_uploads_free(&u);
+}
+
+/* The largest frame duration of a run's uploads (decoded here, not by the server). */
+struct frame_max {
+    uint64_t max_ns;
+    uint64_t frame;
+    uint64_t count;
+};
+
+static int max_frame_event(void *ctx, const nwb_tel_event_t *ev, size_t off)
+{
+    struct frame_max *m = ctx;
+
+    (void)off;
+    if (ev->kind == NWB_TEL_KIND_PERF_FRAME) {
+        m->count++;
+        if (ev->u.perf.frame_duration_ns > m->max_ns) {
+            m->max_ns = ev->u.perf.frame_duration_ns;
+            m->frame = ev->frame;
+        }
+    }
+    return 0;
+}
+
+/* The largest "maxMs" value of an answer, and how many buckets it has. */
+static double answer_max_ms(const char *body, unsigned *buckets)
+{
+    double max = -1;
+    const char *p = body;
+
+    *buckets = 0;
+    while ((p = strstr(p, "\"maxMs\":")) != NULL) {
+        const double v = strtod(p + 8, NULL);
+
+        max = v > max ? v : max;
+        (*buckets)++;
+        p += 8;
+    }
+    return max;
+}
+
+/* GET /v1/runs/<id>/frames: a window of frame times reduced to at most P buckets, min and max
+ * kept (the worst frame is never averaged away); the bounds and malformed values. */
+static void test_telemetry_http_frames_window_keeps_the_worst_frame(void **state)
+{
+    struct fx *f = *state;
+    const nwb_tel_visitor_t v = {NULL, max_frame_event};
+    struct frame_max m = {0, 0, 0};
+    struct run_uploads u;
+    char resp[1024], dir[1024], path[1600];
+    const char *id;
+    char *body;
+    unsigned buckets = 0;
+    double max_ms;
+
+    run_uploads_make(&u, 21, 600, 60); /* 10 uploads */
+    for (unsigned seq = 1; seq <= u.n; seq++) {
+        nwb_tel_decode_result_t dr;
+        size_t rlen = ZSTD_getFrameContentSize(u.z[seq - 1], u.zlen[seq - 1]);
+        uint8_t *raw = malloc(rlen);
+
+        assert_non_null(raw);
+        assert_int_equal(ZSTD_decompress(raw, rlen, u.z[seq - 1], u.zlen[seq - 1]), rlen);
+        assert_int_equal(nwb_tel_stream_decode(raw, rlen, 0, &v, &m, &dr), 0);
+        free(raw);
+        assert_int_equal(post_upload(f, "fr", &u, seq, resp, sizeof(resp)), 200);
+    }
+    assert_int_equal(m.count, 600);
+    run_dir(f, "fr", dir, sizeof(dir));
+    id = strrchr(dir, '/') + 1;
+
+    /* The whole run in 7 buckets: the largest maximum is the worst frame. */
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames?points=7", id);
+    assert_int_equal(get_read(f, path, &body), 200);
+    max_ms = answer_max_ms(body, &buckets);
+    assert_true(buckets >= 1 && buckets <= 7);
+    assert_true(max_ms > (double)m.max_ns / 1e6 - 1e-6 && max_ms < (double)m.max_ns / 1e6 + 1e-6);
+    {
+        char want[64];
+
+        snprintf(want, sizeof(want), "\"maxFrame\":%llu", (unsigned long long)m.frame);
+        expect_in(body, want);
+    }
+    expect_in(body, "\"runFrames\":600,");
+    free(body);
+    /* Without ?points=: the default (1024) buckets, here one a frame. */
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames", id);
+    assert_int_equal(get_read(f, path, &body), 200);
+    expect_in(body, "\"points\":1024,");
+    (void)answer_max_ms(body, &buckets);
+    assert_int_equal(buckets, 600);
+    free(body);
+    /* One frame, and a window past the run's end (empty, not an error). */
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames?from=100&to=100", id);
+    assert_int_equal(get_read(f, path, &body), 200);
+    expect_in(body, "\"buckets\":[{\"from\":100,\"to\":100,\"frames\":1,");
+    free(body);
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames?from=5000", id);
+    assert_int_equal(get_read(f, path, &body), 200);
+    expect_in(body, "\"buckets\":[]");
+    free(body);
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames?points=4096&from=0&to=18446744073709551615",
+             id);
+    assert_int_equal(get_status(f, path), 200);
+
+    /* Malformed values: 400. */
+    {
+        static const char *const bad[] = {
+            "points=0",
+            "points=4097",
+            "points=",
+            "from=abc",
+            "from=-1",
+            "to=1e3",
+            "from=5&to=4",
+            "from=%zz",
+            "from=+1",
+            "to=18446744073709551616",
+            "points=99999999999999999999",
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            snprintf(path, sizeof(path), "/v1/runs/%s/frames?%s", id, bad[i]);
+            if (get_status(f, path) != 400) {
+                fail_msg("GET %s: not 400", path);
+            }
+        }
+    }
+    /* Unknown, malformed and traversing ids: 404; a run without telemetry: 404. */
+    assert_int_equal(get_status(f, "/v1/runs/tgame_20260101-000000_nope/frames"), 404);
+    assert_int_equal(get_status(f, "/v1/runs/../frames"), 404);
+    assert_int_equal(get_status(f, "/v1/runs/..%2F..%2Fetc/frames"), 404);
+    assert_int_equal(get_status(f, "/v1/runs/.hidden/frames"), 404);
+    assert_int_equal(tu_post(f->srv.port, "text/plain", "tgame", "logonly", 1, "hi\n", 3, NULL, 0),
+                     200);
+    {
+        char ldir[1024];
+
+        run_dir(f, "logonly", ldir, sizeof(ldir));
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames", strrchr(ldir, '/') + 1);
+        assert_int_equal(get_status(f, path), 404);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/1", strrchr(ldir, '/') + 1);
+        assert_int_equal(get_status(f, path), 404);
+        assert_true(access(ldir, F_OK) == 0);
+        {
+            char zpath[1200];
+
+            /* A read never creates telemetry files. */
+            snprintf(zpath, sizeof(zpath), "%s/telemetry.nwbs.zst", ldir);
+            assert_int_not_equal(access(zpath, F_OK), 0);
+        }
+    }
+    /* POST is 405 on the read routes. */
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames", id);
+    assert_int_equal(nwb_test_http(f->srv.port, "POST", path, NULL, "x", 1, resp, sizeof(resp)),
+                     405);
+    run_uploads_free(&u);
+}
+
+/* GET /v1/runs/<id>/frames/<frame>: one frame from the stored upload that holds it, names
+ * decoded; unknown and malformed frames; and the same after a restart (rebuilt for a read). */
+static void test_telemetry_http_frame_detail_from_the_stored_upload(void **state)
+{
+    struct fx *f = *state;
+    struct run_uploads u;
+    char resp[1024], dir[1024], path[1600];
+    const char *id;
+    char *body;
+
+    run_uploads_make(&u, 23, 240, 60); /* 4 uploads */
+    for (unsigned seq = 1; seq <= u.n; seq++) {
+        assert_int_equal(post_upload(f, "fd", &u, seq, resp, sizeof(resp)), 200);
+    }
+    run_dir(f, "fd", dir, sizeof(dir));
+    id = strrchr(dir, '/') + 1;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/123", id);
+        assert_int_equal(get_read(f, path, &body), 200);
+        expect_in(body, "{\"frame\":123,");
+        expect_in(body, "\"durationMs\":");
+        expect_in(body, "\"threads\":[{\"thread\":");
+        expect_in(body, "\"depth\":");
+        expect_in(body, "\"gpu\":[");
+        expect_in(body, "\"logs\":[");
+        expect_in(body, "\"render.shadow\""); /* names from the server's sidecar */
+        free(body);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/0", id);
+        assert_int_equal(get_status(f, path), 200);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/239", id);
+        assert_int_equal(get_status(f, path), 200);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/240", id);
+        assert_int_equal(get_status(f, path), 404);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/18446744073709551615", id);
+        assert_int_equal(get_status(f, path), 404);
+        {
+            static const char *const bad[] = {"abc", "-1",  "18446744073709551616",
+                                              "1x",  "%31", "+1"};
+
+            for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                snprintf(path, sizeof(path), "/v1/runs/%s/frames/%s", id, bad[i]);
+                if (get_status(f, path) != 400) {
+                    fail_msg("GET %s: not 400", path);
+                }
+            }
+        }
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/1/x", id);
+        assert_int_equal(get_status(f, path), 404);
+        assert_int_equal(get_status(f, "/v1/runs/../frames/1"), 404);
+        restart_server(f, SIGTERM);
+    }
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_state_rebuilds_total"), 0);
+    snprintf(path, sizeof(path), "/v1/runs/%s/frames?points=2", id);
+    assert_int_equal(get_status(f, path), 200);
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_state_rebuilds_total"), 1);
     run_uploads_free(&u);
 }
 
@@ -765,6 +1023,8 @@ int main(void)
         T(test_telemetry_http_report_equals_the_tool_across_restarts),
         T(test_telemetry_http_a_slow_run_does_not_hold_up_the_others),
         T(test_telemetry_http_run_limit_stops_storing_not_reporting),
+        T(test_telemetry_http_frames_window_keeps_the_worst_frame),
+        T(test_telemetry_http_frame_detail_from_the_stored_upload),
     };
 #undef T
 
