@@ -188,21 +188,26 @@ static void recs_clear(struct nwb__tel_store *s)
 
 /* ---- files ---- */
 
-/* openat() a regular file of the run's directory, never through a symlink. */
+/* openat() a regular file of the run's directory, never through a symlink; O_NONBLOCK, so a
+ * FIFO in its place is refused (NWB_ENOTREG), never waited on. */
 static int open_in(int dfd, const char *name, int flags, int *fd)
 {
     struct stat st;
-    const int f = openat(dfd, name, flags | O_CLOEXEC | O_NOFOLLOW, 0644);
+    const int f = openat(dfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 
     *fd = -1;
     if (f < 0) {
         return -errno;
     }
-    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const int err = errno != 0 && !S_ISREG(st.st_mode) ? NWB_ENOTREG : -errno;
+    if (fstat(f, &st) != 0) {
+        const int err = -errno;
 
         close(f);
-        return err == 0 ? NWB_ENOTREG : err;
+        return err;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return NWB_ENOTREG;
     }
     *fd = f;
     return 0;

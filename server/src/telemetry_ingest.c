@@ -194,7 +194,8 @@ int nwb__tel_report_write(const struct nwb__tel_run *run, const nwb_namesym_tabl
         nwb_buf_cleanup(&json);
         return err;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* O_NONBLOCK: a FIFO put in its place fails the write (ENXIO), never hangs a thread. */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd < 0) {
         err = -errno;
         nwb_buf_cleanup(&json);
