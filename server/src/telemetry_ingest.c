@@ -406,7 +406,7 @@ void nwb__tel_ingest(struct nwb__tel_cache *cache, const struct nwb__tel_ingest_
         answer_duplicate(run, req, res, m);
         goto out;
     }
-    if (nwb__tel_store_uploads(run->store) >= NWB__TEL_INDEX_MAX) {
+    if (nwb__tel_store_uploads(run->store) >= lim->run_uploads_max) {
         nwb__tel_ingest_res_error(res, 413, NWB_ETOOBIG, "run telemetry index full",
                                   "the run has the most uploads one run may hold");
         COUNT(m, too_large, 1);

@@ -46,14 +46,15 @@ int nwb__tel_path(char out[NWB__TEL_PATH_MAX], const char *dir, const char *name
 /* The defaults are the telemetry library's NWB_TEL_ZSTD_FRAME_MAX and NWB_TEL_ZSTD_WINDOW_LOG
  * (telemetry_ingest.c checks) and --telemetry-run-max-bytes' default. */
 struct nwb__tel_ingest_limits {
-    size_t decompressed_max; /* one upload after decompression; beyond: 413 */
-    unsigned window_log_max; /* zstd window log accepted; larger frames: 413 */
-    uint64_t run_stream_max; /* telemetry.nwbs.zst of one run; past it: reported, not stored */
+    size_t decompressed_max;  /* one upload after decompression; beyond: 413 */
+    unsigned window_log_max;  /* zstd window log accepted; larger frames: 413 */
+    uint64_t run_stream_max;  /* telemetry.nwbs.zst of one run; past it: reported, not stored */
+    uint32_t run_uploads_max; /* uploads one run's index holds (<= NWB__TEL_INDEX_MAX); 413 */
 };
 
 #define NWB__TEL_INGEST_LIMITS_INIT                                                                \
     {                                                                                              \
-        64u << 20, 23u, 1ull << 30                                                                 \
+        64u << 20, 23u, 1ull << 30, NWB__TEL_INDEX_MAX                                             \
     }
 
 struct nwb__tel_ingest_metrics {

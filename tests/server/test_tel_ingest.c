@@ -684,6 +684,29 @@ static void test_ingest_run_stream_limit_reports_and_stops_storing(void **state)
     expect_report_equals_offline(f);
 }
 
+static void test_ingest_run_upload_cap_is_413_at_the_edge(void **state)
+{
+    struct fx *f = *state;
+    struct nwb__tel_ingest_res res;
+    nwb_buf_t b;
+
+    f->lim.run_uploads_max = 3;
+    for (uint64_t seq = 1; seq <= 4; seq++) {
+        segment(&b, seq, 1);
+        ingest(f, b.data, b.len, NULL, 1, seq, &res);
+        nwb_buf_cleanup(&b);
+        assert_int_equal(res.http_status, seq <= 3 ? 200 : 413);
+    }
+    expect(f->answer, "{\"error\":\"run telemetry index full\",\"status\":\"NWB_ETOOBIG\"");
+    assert_int_equal(index_records(f), 3);
+    /* What the index holds is still known. */
+    segment(&b, 3, 1);
+    ingest(f, b.data, b.len, NULL, 1, 3, &res);
+    assert_true(res.duplicate);
+    nwb_buf_cleanup(&b);
+    expect_report_equals_offline(f);
+}
+
 static void test_ingest_crash_rules_on_reopen(void **state)
 {
     struct fx *f = *state;
@@ -1029,6 +1052,7 @@ int main(void)
         T(test_ingest_unsupported_encoding_is_415),
         cmocka_unit_test(test_ingest_answer_cleanup_is_null_safe_and_idempotent),
         T(test_ingest_run_stream_limit_reports_and_stops_storing),
+        T(test_ingest_run_upload_cap_is_413_at_the_edge),
         T(test_ingest_crash_rules_on_reopen),
         T(test_ingest_older_servers_stream_is_converted_once),
         T(test_ingest_state_is_rebuilt_once_per_cache_miss),

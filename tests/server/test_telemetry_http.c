@@ -33,6 +33,7 @@
 
 #include "nwb/telemetry_report.h"
 #include "namesym_test_util.h"
+#include "tel_test_util.h"
 #include "server_test_util.h"
 #include "json_check.h"
 
@@ -756,7 +757,8 @@ static int get_status(const struct fx *f, const char *path)
     return status;
 }
 
-/* --telemetry-run-max-bytes: past it an upload is acknowledged and reported, not stored. */
+/* --telemetry-run-max-bytes: past it an upload is acknowledged and reported, not stored.
+ * --telemetry-cache-runs: one run's state in memory at a time. */
 static void test_telemetry_http_run_limit_stops_storing_not_reporting(void **state)
 {
     struct fx *f = *state;
@@ -767,7 +769,12 @@ static void test_telemetry_http_run_limit_stops_storing_not_reporting(void **sta
     run_uploads_make(&u, 11, 90, 30); /* 3 uploads */
     snprintf(limit, sizeof(limit), "%zu", u.zlen[0] + u.zlen[1]);
     {
-        const char *const extra[] = {"--namesym-dir", f->syms, "--telemetry-run-max-bytes", limit,
+        const char *const extra[] = {"--namesym-dir",
+                                     f->syms,
+                                     "--telemetry-run-max-bytes",
+                                     limit,
+                                     "--telemetry-cache-runs",
+                                     "1",
                                      NULL};
 
         tu_stop(&f->srv, SIGTERM, 10000);
@@ -796,6 +803,15 @@ static void test_telemetry_http_run_limit_stops_storing_not_reporting(void **sta
         snprintf(path, sizeof(path), "/v1/runs/%s/frames/15", strrchr(dir, '/') + 1);
         assert_int_equal(get_status(f, path), 200);
     }
+    /* --telemetry-cache-runs 1: another run's upload evicts this one's state, which its
+     * next upload rebuilds once. */
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_state_rebuilds_total"), 1);
+    assert_int_equal(post_upload(f, "lim2", &u, 1, resp, sizeof(resp)), 200);
+    assert_int_equal(post_upload(f, "lim", &u, 3, resp, sizeof(resp)), 200);
+    expect_in(resp, "\"duplicate\":true");
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_state_rebuilds_total"), 3);
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_state_evictions_total"), 2);
+    assert_int_equal(tu_metric(f->srv.port, "nwb_telemetry_cached_runs"), 1);
     run_uploads_free(&u);
 }
 
@@ -1014,6 +1030,53 @@ static void test_telemetry_http_frame_detail_from_the_stored_upload(void **state
     run_uploads_free(&u);
 }
 
+/* A segment with perfFrames @p a and @p b (its index range is a..b). */
+static void two_frames(nwb_buf_t *seg, uint64_t seq, uint64_t a, uint64_t b)
+{
+    const nwb_tel_cpu_scope_t sc = {77, 10, 20, 1, 0};
+    const nwb_tel_perf_frame_t pf = {5, 16000000, &sc, NULL, 1, 0};
+
+    nwb_buf_init(seg, 1u << 20);
+    tel_put_header(seg, seq);
+    assert_int_equal(nwb_tel_encode_perf(seg, 9, a, &pf), 0);
+    if (b != a) {
+        assert_int_equal(nwb_tel_encode_perf(seg, 9, b, &pf), 0);
+    }
+}
+
+/* GET .../frames/<frame> tries at most 8 stored uploads whose frame range includes the frame:
+ * with 7 decoys (frames 0 and 100, not 50) before the upload holding frame 50 it is found, with
+ * 8 it is not. */
+static void test_telemetry_http_frame_lookup_tries_eight_uploads(void **state)
+{
+    struct fx *f = *state;
+    char resp[1024], dir[1024], path[1600];
+
+    for (int decoys = 7; decoys <= 8; decoys++) {
+        const char *run = decoys == 7 ? "tries7" : "tries8";
+        nwb_buf_t seg;
+
+        for (int i = 0; i <= decoys; i++) {
+            const uint64_t seq = (uint64_t)i + 1;
+
+            if (i < decoys) {
+                two_frames(&seg, seq, 0, 100);
+            } else {
+                two_frames(&seg, seq, 50, 50);
+            }
+            assert_int_equal(post_json(f->srv.port, run, (long long)seq, NULL, seg.data, seg.len,
+                                       resp, sizeof(resp)),
+                             200);
+            nwb_buf_cleanup(&seg);
+        }
+        run_dir(f, run, dir, sizeof(dir));
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/50", strrchr(dir, '/') + 1);
+        assert_int_equal(get_status(f, path), decoys == 7 ? 200 : 404);
+        snprintf(path, sizeof(path), "/v1/runs/%s/frames/100", strrchr(dir, '/') + 1);
+        assert_int_equal(get_status(f, path), 200);
+    }
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1027,6 +1090,7 @@ int main(void)
         T(test_telemetry_http_run_limit_stops_storing_not_reporting),
         T(test_telemetry_http_frames_window_keeps_the_worst_frame),
         T(test_telemetry_http_frame_detail_from_the_stored_upload),
+        T(test_telemetry_http_frame_lookup_tries_eight_uploads),
     };
 #undef T
 
