@@ -16,7 +16,6 @@
 #define LONG_NS    UINT32_MAX
 
 struct nwb__oblock {
-    uint32_t n;
     uint32_t v[OBLOCK_CAP];
 };
 
@@ -31,7 +30,7 @@ void nwb__frames_init(struct nwb__frames *f)
 static void exact_release(struct nwb__frames *f)
 {
     for (size_t i = 0; i < f->nblocks; i++) {
-        nwb_free(f->blocks[i]);
+        nwb_free(f->blocks[i].b);
     }
     nwb_free(f->blocks);
     nwb_free(f->big_sorted);
@@ -75,40 +74,43 @@ static uint32_t upper_bound32(const uint32_t *v, uint32_t n, uint32_t x)
     return lo;
 }
 
-static int block_insert_at(struct nwb__frames *f, size_t at, struct nwb__oblock *b)
+static int block_insert_at(struct nwb__frames *f, size_t at)
 {
-    const int err =
-        nwb__tel_grow((void **)&f->blocks, &f->blocks_cap, f->nblocks + 1, sizeof(*f->blocks));
+    struct nwb__oblock *b = nwb_malloc(sizeof(*b));
+    int err;
 
+    if (b == NULL) {
+        return -ENOMEM;
+    }
+    err = nwb__tel_grow((void **)&f->blocks, &f->blocks_cap, f->nblocks + 1, sizeof(*f->blocks));
     if (err != 0) {
+        nwb_free(b);
         return err;
     }
     memmove(&f->blocks[at + 1], &f->blocks[at], (f->nblocks - at) * sizeof(*f->blocks));
-    f->blocks[at] = b;
+    f->blocks[at].b = b;
+    f->blocks[at].n = 0;
+    f->blocks[at].last = 0;
     f->nblocks++;
     return 0;
 }
 
 static int exact_add_small(struct nwb__frames *f, uint32_t v)
 {
-    struct nwb__oblock *b;
+    struct nwb__oref *ref;
     size_t lo = 0;
     size_t hi = f->nblocks;
     uint32_t pos;
 
-    if (f->nblocks == 0) {
-        b = nwb_malloc(sizeof(*b));
-        if (b == NULL || block_insert_at(f, 0, b) != 0) {
-            nwb_free(b);
-            return -ENOMEM;
-        }
-        b->n = 0;
+    if (f->nblocks == 0 && block_insert_at(f, 0) != 0) {
+        return -ENOMEM;
     }
-    /* The first block whose largest value is above v (else the last) keeps the order. */
+    /* The first block whose largest value is above v (else the last) keeps the order. The
+     * search reads only the contiguous refs: one block is touched per frame. */
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
 
-        if (f->blocks[mid]->v[f->blocks[mid]->n - 1] > v) {
+        if (f->blocks[mid].n > 0 && f->blocks[mid].last > v) {
             hi = mid;
         } else {
             lo = mid + 1;
@@ -117,33 +119,37 @@ static int exact_add_small(struct nwb__frames *f, uint32_t v)
     if (lo == f->nblocks) {
         lo = f->nblocks - 1;
     }
-    b = f->blocks[lo];
-    if (b->n == OBLOCK_CAP && lo + 1 == f->nblocks && v >= b->v[b->n - 1]) {
+    ref = &f->blocks[lo];
+    if (ref->n == OBLOCK_CAP && lo + 1 == f->nblocks && v >= ref->last) {
         /* Past the largest value: a new last block keeps full ones full (rising runs). */
-        b = nwb_malloc(sizeof(*b));
-        if (b == NULL || block_insert_at(f, f->nblocks, b) != 0) {
-            nwb_free(b);
+        if (block_insert_at(f, f->nblocks) != 0) {
             return -ENOMEM;
         }
-        b->n = 0;
-    } else if (b->n == OBLOCK_CAP) {
-        struct nwb__oblock *nb = nwb_malloc(sizeof(*nb));
+        lo = f->nblocks - 1;
+    } else if (ref->n == OBLOCK_CAP) {
+        struct nwb__oref *left;
+        struct nwb__oref *right;
 
-        if (nb == NULL || block_insert_at(f, lo + 1, nb) != 0) {
-            nwb_free(nb);
+        if (block_insert_at(f, lo + 1) != 0) {
             return -ENOMEM;
         }
-        nb->n = OBLOCK_CAP / 2;
-        memcpy(nb->v, b->v + OBLOCK_CAP / 2, (OBLOCK_CAP / 2) * sizeof(nb->v[0]));
-        b->n = OBLOCK_CAP / 2;
-        if (v >= nb->v[0]) {
-            b = nb;
+        left = &f->blocks[lo];
+        right = &f->blocks[lo + 1];
+        memcpy(right->b->v, left->b->v + OBLOCK_CAP / 2, (OBLOCK_CAP / 2) * sizeof(right->b->v[0]));
+        right->n = OBLOCK_CAP / 2;
+        right->last = left->last;
+        left->n = OBLOCK_CAP / 2;
+        left->last = left->b->v[left->n - 1];
+        if (v >= right->b->v[0]) {
+            lo++;
         }
     }
-    pos = upper_bound32(b->v, b->n, v);
-    memmove(&b->v[pos + 1], &b->v[pos], (b->n - pos) * sizeof(b->v[0]));
-    b->v[pos] = v;
-    b->n++;
+    ref = &f->blocks[lo];
+    pos = upper_bound32(ref->b->v, ref->n, v);
+    memmove(&ref->b->v[pos + 1], &ref->b->v[pos], (ref->n - pos) * sizeof(ref->b->v[0]));
+    ref->b->v[pos] = v;
+    ref->n++;
+    ref->last = ref->b->v[ref->n - 1];
     f->small++;
     return 0;
 }
@@ -173,10 +179,10 @@ static uint64_t exact_rank(const struct nwb__frames *f, uint64_t k)
         return f->big_sorted[k - f->small - 1];
     }
     for (size_t i = 0; i < f->nblocks; i++) {
-        if (k <= f->blocks[i]->n) {
-            return f->blocks[i]->v[k - 1];
+        if (k <= f->blocks[i].n) {
+            return f->blocks[i].b->v[k - 1];
         }
-        k -= f->blocks[i]->n;
+        k -= f->blocks[i].n;
     }
     return 0;
 }

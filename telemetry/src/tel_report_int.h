@@ -33,6 +33,12 @@ struct nwb__ntab {
 
 struct nwb__oblock; /* a sorted block of frame durations */
 
+struct nwb__oref { /* a block, its count and largest value (searched without touching it) */
+    uint32_t last;
+    uint32_t n;
+    struct nwb__oblock *b;
+};
+
 struct nwb__frun { /* frame numbers frame .. frame + len - 1 at table indexes idx .. */
     uint64_t frame;
     uint64_t idx;
@@ -52,7 +58,7 @@ struct nwb__frames {
     /* Order statistics over the first exact_max frames: sorted blocks of 32-bit values and a
      * sorted list of the longer ones (they rank above every 32-bit value). */
     int exact; /* 0 once a frame beyond exact_max arrived (blocks freed) */
-    struct nwb__oblock **blocks;
+    struct nwb__oref *blocks;
     size_t nblocks, blocks_cap;
     uint64_t small; /* values in the blocks */
     uint64_t *big_sorted;

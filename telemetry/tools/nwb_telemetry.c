@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include <zstd.h>
 
@@ -27,8 +29,10 @@ static const char usage_text[] =
     "usage: nwb-telemetry <command> [options]\n"
     "\n"
     "commands:\n"
-    "  report FILE [-o OUT.json] [--namesym F]...   the run report (telemetry.json), in bounded\n"
-    "                        memory; reads telemetry.ingest.log beside FILE when present\n"
+    "  report FILE [-o OUT.json] [--namesym F]... [--stats]\n"
+    "                        the run report (telemetry.json), in bounded memory; reads\n"
+    "                        telemetry.ingest.log beside FILE when present; --stats prints\n"
+    "                        the pieces read, the report state's memory, time and peak RSS\n"
     "  dump FILE [--namesym F]...                   one line per segment and event\n"
     "  chrome FILE -o TRACE.json [--namesym F]...   Chrome trace events (Perfetto)\n"
     "  synth -o FILE [--zstd] [--seed N] [--frames N] [--scopes N] [--gpu N] [--arenas N]\n"
@@ -52,6 +56,7 @@ struct opts {
     unsigned nnamesym;
     const char *namesym_out;
     int zstd;
+    int stats;
     nwb_tel_synth_config_t synth;
 };
 
@@ -107,6 +112,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             i++;
         } else if (strcmp(a, "--zstd") == 0) {
             o->zstd = 1;
+        } else if (strcmp(a, "--stats") == 0) {
+            o->stats = 1;
         } else if (strcmp(a, "--unknown-kinds") == 0) {
             o->synth.unknown_kinds = 1;
         } else if (strcmp(a, "--seed") == 0) {
@@ -222,6 +229,36 @@ static void piece_error(const char *path, const nwb_tel_file_reader_t *r, int er
             nwb_tel_file_reader_reason(r) != NULL ? nwb_tel_file_reader_reason(r) : "");
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* report --stats: what reading the stream cost (stderr, one line). */
+static void print_stats(const nwb_tel_file_reader_t *r, const nwb_tel_report_state_t *s,
+                        double seconds)
+{
+    nwb_tel_decode_result_t res;
+    struct rusage ru;
+    uint64_t first = 0;
+    uint64_t last = 0;
+
+    nwb_tel_report_state_decode_result(s, &res);
+    (void)nwb_tel_report_state_frame_range(s, &first, &last);
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(
+        stderr,
+        "nwb-telemetry: stats: %llu pieces (%s), %llu segments, %llu events, frames %llu..%llu, "
+        "state %zu bytes, %.3f s, peak RSS %ld KiB\n",
+        (unsigned long long)nwb_tel_file_reader_pieces(r),
+        nwb_tel_file_reader_format(r) == NWB_TEL_FILE_ZSTD ? "zstd frames" : "raw segments",
+        (unsigned long long)res.segments, (unsigned long long)res.events, (unsigned long long)first,
+        (unsigned long long)last, nwb_tel_report_state_memory_bytes(s), seconds, ru.ru_maxrss);
+}
+
 static int cmd_report(const struct opts *o, const nwb_namesym_table_t *names)
 {
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
@@ -234,6 +271,7 @@ static int cmd_report(const struct opts *o, const nwb_namesym_table_t *names)
     char msg[128];
     const char *slash = strrchr(o->input, '/');
     FILE *f;
+    double t0;
     int read_err;
     int err;
 
@@ -258,9 +296,13 @@ static int cmd_report(const struct opts *o, const nwb_namesym_table_t *names)
     ro.ingest = &ingest;
     nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     err = nwb_tel_report_state_create(&state);
+    t0 = now_s();
     read_err = err == 0 ? nwb_tel_report_state_feed_reader(state, reader) : 0;
     if (read_err != 0 && read_err != -ENOMEM) {
         piece_error(o->input, reader, read_err);
+    }
+    if (o->stats && err == 0) {
+        print_stats(reader, state, now_s() - t0);
     }
     nwb_tel_file_reader_destroy(reader);
     if (err == 0) {

@@ -72,10 +72,19 @@ static void check_pieces(const uint8_t *data, size_t size, const nwb_buf_t *whol
             uint64_t lo = 0;
             uint64_t hi = UINT64_MAX;
 
-            (void)nwb_tel_report_state_frame_range(s, &lo, &hi);
+            const int have = nwb_tel_report_state_frame_range(s, &lo, &hi) == 0;
+
             nwb_json_init(&j, &json, NULL);
             if (nwb_tel_report_state_frames(s, lo, hi, 7, 0, &j) != 0 || nwb_json_finish(&j) != 0 ||
                 nwb_test_json_check((const char *)json.data, json.len, NULL) != 0) {
+                abort();
+            }
+            /* The first frame in full, from the same bytes. */
+            nwb_buf_reset(&json);
+            nwb_json_init(&j, &json, NULL);
+            if (have && flags == 0 && nwb_tel_frame_detail_write(data, size, lo, NULL, &j) == 0 &&
+                (nwb_json_finish(&j) != 0 ||
+                 nwb_test_json_check((const char *)json.data, json.len, NULL) != 0)) {
                 abort();
             }
         }

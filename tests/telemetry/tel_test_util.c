@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tel_test_util.c - the telemetry tests' file helpers and stream builders. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +76,47 @@ void tel_put_header(nwb_buf_t *b, uint64_t seq)
     if (nwb_tel_encode_header(b, &h) != 0) {
         abort();
     }
+}
+
+void tel_expect(const char *json, const char *needle)
+{
+    if (strstr(json, needle) == NULL) {
+        fail_msg("no %s in:\n%.1500s", needle, json);
+    }
+}
+
+char *tel_json_take(nwb_buf_t *json, size_t *bad)
+{
+    char *s = NULL;
+
+    if (nwb_test_json_check((const char *)json->data, json->len, bad) == 0) {
+        s = malloc(json->len + 1);
+        if (s == NULL) {
+            abort();
+        }
+        memcpy(s, json->data, json->len);
+        s[json->len] = '\0';
+    }
+    nwb_buf_cleanup(json);
+    return s;
+}
+
+char *tel_built_report(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro)
+{
+    nwb_buf_t json;
+    size_t bad = 0;
+    char *s;
+
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    if (nwb_tel_report_build(d, len, ro, &json, NULL) != 0) {
+        nwb_buf_cleanup(&json);
+        fail_msg("the report could not be built");
+    }
+    s = tel_json_take(&json, &bad);
+    if (s == NULL) {
+        fail_msg("the report is not valid JSON at %zu", bad);
+    }
+    return s;
 }
 
 struct seg_offsets {

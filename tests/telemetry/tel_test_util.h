@@ -27,6 +27,19 @@ const char *tel_data_path(const char *name);
 /* A one-segment stream header with fixed test values, appended to @p b. */
 void tel_put_header(nwb_buf_t *b, uint64_t seq);
 
+/*
+ * The bytes of @p json (released here) as a malloc'd NUL-terminated string, or NULL when they
+ * are not exactly one strict JSON document (then *@p bad, when not NULL, is the first bad byte).
+ */
+char *tel_json_take(nwb_buf_t *json, size_t *bad);
+
+/* nwb_tel_report_build() of @p d as a strict-JSON string (malloc'd); the test fails (cmocka)
+ * when it cannot be built or is not strict JSON. */
+char *tel_built_report(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro);
+
+/* Fail the test (cmocka) unless @p needle is in @p json, showing the start of @p json. */
+void tel_expect(const char *json, const char *needle);
+
 /* Offsets of the segment headers the decoder reads in @p d (those before any failure), at
  * most @p cap of them. Returns their number. */
 size_t tel_segment_offsets(const uint8_t *d, size_t len, size_t *out, size_t cap);

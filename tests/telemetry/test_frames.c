@@ -55,40 +55,37 @@ static uint64_t flat(uint64_t f)
     return 16000000 + f % 3;
 }
 
-/* The frames query as a NUL-terminated string (malloc'd), or NULL with *@p rc set. */
+/* The document @p j was writing (call status @p rc) as a NUL-terminated string (malloc'd), or
+ * NULL when the call failed (it must then have written nothing). */
+static char *answer(nwb_buf_t *b, nwb_json_t *j, int rc)
+{
+    size_t bad = 0;
+    char *out;
+
+    if (rc != 0) {
+        assert_int_equal(b->len, 0);
+        nwb_buf_cleanup(b);
+        return NULL;
+    }
+    assert_int_equal(nwb_json_finish(j), 0);
+    out = tel_json_take(b, &bad);
+    if (out == NULL) {
+        fail_msg("answer is not valid JSON at %zu", bad);
+    }
+    return out;
+}
+
+/* The frames query as a string (malloc'd), or NULL with *@p rc set. */
 static char *query(const nwb_tel_report_state_t *s, uint64_t from, uint64_t to, uint32_t points,
                    uint64_t budget, int *rc)
 {
     nwb_buf_t b;
     nwb_json_t j;
-    size_t bad = 0;
-    char *out;
 
     nwb_buf_init(&b, 64u << 20);
     nwb_json_init(&j, &b, NULL);
     *rc = nwb_tel_report_state_frames(s, from, to, points, budget, &j);
-    if (*rc != 0) {
-        assert_int_equal(b.len, 0);
-        nwb_buf_cleanup(&b);
-        return NULL;
-    }
-    assert_int_equal(nwb_json_finish(&j), 0);
-    if (nwb_test_json_check((const char *)b.data, b.len, &bad) != 0) {
-        fail_msg("frames answer is not valid JSON at %zu: %.*s", bad, (int)b.len, b.data);
-    }
-    out = malloc(b.len + 1);
-    assert_non_null(out);
-    memcpy(out, b.data, b.len);
-    out[b.len] = '\0';
-    nwb_buf_cleanup(&b);
-    return out;
-}
-
-static void expect(const char *json, const char *needle)
-{
-    if (strstr(json, needle) == NULL) {
-        fail_msg("answer lacks %s:\n%.1500s", needle, json);
-    }
+    return answer(&b, &j, *rc);
 }
 
 static unsigned count_of(const char *json, const char *needle)
@@ -127,31 +124,33 @@ static void test_frames_buckets_keep_the_hitch_and_the_dip(void **state)
     }
     json = query(s, 0, 9999, 100, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "{\"from\":0,\"to\":9999,\"points\":100,\"bucketFrames\":100,\"frames\":10000,"
-                 "\"firstFrame\":0,\"lastFrame\":9999,\"runFrames\":10000,\"untrackedFrames\":0,"
-                 "\"budgetMs\":16.666667,");
+    tel_expect(json,
+               "{\"from\":0,\"to\":9999,\"points\":100,\"bucketFrames\":100,\"frames\":10000,"
+               "\"firstFrame\":0,\"lastFrame\":9999,\"runFrames\":10000,\"untrackedFrames\":0,"
+               "\"budgetMs\":16.666667,");
     assert_int_equal(count_of(json, "\"minMs\""), 100);
     assert_int_equal(bucket_frames(json), 10000);
     /* The one-frame hitch is its bucket's max, the dip its bucket's min, exactly. */
-    expect(json, "{\"from\":4300,\"to\":4399,\"frames\":100,");
-    expect(json, "\"maxMs\":200.000000,\"maxFrame\":4321}");
-    expect(json, "{\"from\":700,\"to\":799,\"frames\":100,\"minMs\":1.000000,\"minFrame\":777,");
+    tel_expect(json, "{\"from\":4300,\"to\":4399,\"frames\":100,");
+    tel_expect(json, "\"maxMs\":200.000000,\"maxFrame\":4321}");
+    tel_expect(json,
+               "{\"from\":700,\"to\":799,\"frames\":100,\"minMs\":1.000000,\"minFrame\":777,");
     free(json);
 
     /* An uneven range: the last bucket ends at `to`; never more buckets than asked. */
     json = query(s, 10, 1009, 3, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"bucketFrames\":334,\"frames\":1000,");
-    expect(json, "{\"from\":678,\"to\":1009,\"frames\":332,");
+    tel_expect(json, "\"bucketFrames\":334,\"frames\":1000,");
+    tel_expect(json, "{\"from\":678,\"to\":1009,\"frames\":332,");
     assert_int_equal(count_of(json, "\"minMs\""), 3);
     free(json);
 
     /* The budget as asked, and the run's percentiles beside it (as in the report). */
     json = query(s, 0, 0, 1, 33333333, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"budgetMs\":33.333333,\"p50Ms\":");
-    expect(json, "\"percentileRelativeError\":0.000000,\"buckets\":[{\"from\":0,\"to\":0,"
-                 "\"frames\":1,");
+    tel_expect(json, "\"budgetMs\":33.333333,\"p50Ms\":");
+    tel_expect(json, "\"percentileRelativeError\":0.000000,\"buckets\":[{\"from\":0,\"to\":0,"
+                     "\"frames\":1,");
     {
         nwb_buf_t rep;
         const char *p50 = strstr(json, "\"p50Ms\":");
@@ -162,7 +161,7 @@ static void test_frames_buckets_keep_the_hitch_and_the_dip(void **state)
         assert_int_equal(nwb_buf_append(&rep, "", 1), 0);
         assert_non_null(p50);
         snprintf(needle, sizeof(needle), "%.*s", (int)(strchr(p50, ',') - p50), p50);
-        expect((const char *)rep.data, needle);
+        tel_expect((const char *)rep.data, needle);
         nwb_buf_cleanup(&rep);
     }
     free(json);
@@ -180,8 +179,8 @@ static void test_frames_edges_and_bad_arguments(void **state)
     /* An empty run: no range, no buckets. */
     json = query(s, 0, UINT64_MAX, 10, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"frames\":0,\"firstFrame\":null,\"lastFrame\":null,\"runFrames\":0,");
-    expect(json, "\"buckets\":[]}");
+    tel_expect(json, "\"frames\":0,\"firstFrame\":null,\"lastFrame\":null,\"runFrames\":0,");
+    tel_expect(json, "\"buckets\":[]}");
     free(json);
     {
         uint64_t lo, hi;
@@ -199,23 +198,23 @@ static void test_frames_edges_and_bad_arguments(void **state)
     /* The most points: one frame each. */
     json = query(s, 0, 499, NWB_TEL_FRAMES_POINTS_MAX, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"bucketFrames\":1,\"frames\":500,");
+    tel_expect(json, "\"bucketFrames\":1,\"frames\":500,");
     assert_int_equal(count_of(json, "\"minMs\""), 500);
     free(json);
     /* The whole number range in one bucket (no overflow), and a range past the frames. */
     json = query(s, 0, UINT64_MAX, 1, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"bucketFrames\":18446744073709551615,\"frames\":500,");
-    expect(json, "{\"from\":0,\"to\":18446744073709551615,\"frames\":500,");
+    tel_expect(json, "\"bucketFrames\":18446744073709551615,\"frames\":500,");
+    tel_expect(json, "{\"from\":0,\"to\":18446744073709551615,\"frames\":500,");
     free(json);
     json = query(s, 1000, 2000, 5, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"frames\":0,\"firstFrame\":0,\"lastFrame\":499,");
-    expect(json, "\"buckets\":[]}");
+    tel_expect(json, "\"frames\":0,\"firstFrame\":0,\"lastFrame\":499,");
+    tel_expect(json, "\"buckets\":[]}");
     free(json);
     json = query(s, UINT64_MAX, UINT64_MAX, 1, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"buckets\":[]}");
+    tel_expect(json, "\"buckets\":[]}");
     free(json);
     nwb_tel_report_state_destroy(s);
 }
@@ -239,14 +238,14 @@ static void test_frames_gaps_restarts_bounds_and_long_frames(void **state)
     feed_frames(s, 3, 50, 10, long_frame);
     json = query(s, 0, 999, 10, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"frames\":210,");
-    expect(json, "{\"from\":0,\"to\":99,\"frames\":110,");
-    expect(json, "{\"from\":500,\"to\":599,\"frames\":100,");
+    tel_expect(json, "\"frames\":210,");
+    tel_expect(json, "{\"from\":0,\"to\":99,\"frames\":110,");
+    tel_expect(json, "{\"from\":500,\"to\":599,\"frames\":100,");
     assert_int_equal(count_of(json, "\"minMs\""), 2);
     free(json);
     json = query(s, 55, 55, 1, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"frames\":2,");
+    tel_expect(json, "\"frames\":2,");
     free(json);
     nwb_tel_report_state_destroy(s);
 
@@ -256,10 +255,10 @@ static void test_frames_gaps_restarts_bounds_and_long_frames(void **state)
     feed_frames(s, 1, 0, 1500, long_frame);
     json = query(s, 0, 1499, 1, 0, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "\"frames\":1000,\"firstFrame\":0,\"lastFrame\":1499,\"runFrames\":1500,"
-                 "\"untrackedFrames\":500,");
-    expect(json, "\"maxMs\":10000.000000,\"maxFrame\":5}");
-    expect(json, "\"percentileRelativeError\":0.031250,");
+    tel_expect(json, "\"frames\":1000,\"firstFrame\":0,\"lastFrame\":1499,\"runFrames\":1500,"
+                     "\"untrackedFrames\":500,");
+    tel_expect(json, "\"maxMs\":10000.000000,\"maxFrame\":5}");
+    tel_expect(json, "\"percentileRelativeError\":0.031250,");
     free(json);
     nwb_tel_report_state_destroy(s);
 }
@@ -270,27 +269,11 @@ static char *detail(const uint8_t *d, size_t len, uint64_t frame, const nwb_name
 {
     nwb_buf_t b;
     nwb_json_t j;
-    size_t bad = 0;
-    char *out;
 
     nwb_buf_init(&b, 64u << 20);
     nwb_json_init(&j, &b, NULL);
     *rc = nwb_tel_frame_detail_write(d, len, frame, n, &j);
-    if (*rc != 0) {
-        assert_int_equal(b.len, 0);
-        nwb_buf_cleanup(&b);
-        return NULL;
-    }
-    assert_int_equal(nwb_json_finish(&j), 0);
-    if (nwb_test_json_check((const char *)b.data, b.len, &bad) != 0) {
-        fail_msg("frame detail is not valid JSON at %zu", bad);
-    }
-    out = malloc(b.len + 1);
-    assert_non_null(out);
-    memcpy(out, b.data, b.len);
-    out[b.len] = '\0';
-    nwb_buf_cleanup(&b);
-    return out;
+    return answer(&b, &j, *rc);
 }
 
 static void test_frames_detail_of_a_demo_like_frame(void **state)
@@ -314,17 +297,17 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
     /* Frame 36 is the first hitch of the synthetic game, in the second upload (30..59). */
     json = detail(d + seg[1], seg[2] - seg[1], 36, names, &rc);
     assert_int_equal(rc, 0);
-    expect(json, "{\"frame\":36,\"timestampNs\":");
-    expect(json, "\"threads\":[{\"thread\":1,\"scopes\":[{\"name\":\"");
-    expect(json, "{\"thread\":2,\"scopes\":[");
-    expect(json, "\"depth\":1,\"startNs\":");
-    expect(json, "\"gpu\":[{\"name\":\"");
-    expect(json, "\"sourceFrameMax\":34,");
-    expect(json, "\"memory\":{\"arenaUsedBytes\":");
-    expect(json, "\"logs\":[{\"timestampNs\":");
-    expect(json, "\"message\":\"frame 36: ");
-    expect(json, "\"message\":\"frame 36 over budget: ");
-    expect(json, "],\"moreLogs\":0}");
+    tel_expect(json, "{\"frame\":36,\"timestampNs\":");
+    tel_expect(json, "\"threads\":[{\"thread\":1,\"scopes\":[{\"name\":\"");
+    tel_expect(json, "{\"thread\":2,\"scopes\":[");
+    tel_expect(json, "\"depth\":1,\"startNs\":");
+    tel_expect(json, "\"gpu\":[{\"name\":\"");
+    tel_expect(json, "\"sourceFrameMax\":34,");
+    tel_expect(json, "\"memory\":{\"arenaUsedBytes\":");
+    tel_expect(json, "\"logs\":[{\"timestampNs\":");
+    tel_expect(json, "\"message\":\"frame 36: ");
+    tel_expect(json, "\"message\":\"frame 36 over budget: ");
+    tel_expect(json, "],\"moreLogs\":0}");
     /* Its duration is the one the report lists among the worst frames. */
     {
         const char *ms = strstr(json, "\"durationMs\":");
@@ -338,7 +321,7 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
         assert_non_null(ms);
         snprintf(needle, sizeof(needle), "{\"frame\":36,\"ms\":%.*s",
                  (int)(strchr(ms, ',') - ms - 13), ms + 13);
-        expect(rep, needle);
+        tel_expect(rep, needle);
         nwb_buf_cleanup(&b);
     }
     free(json);

@@ -26,29 +26,7 @@
 
 static char *report(const nwb_buf_t *stream, const nwb_tel_report_options_t *ro)
 {
-    nwb_tel_decode_result_t res;
-    nwb_buf_t json;
-    size_t bad = 0;
-    char *s;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(stream->data, stream->len, ro, &json, &res), 0);
-    if (nwb_test_json_check((const char *)json.data, json.len, &bad) != 0) {
-        fail_msg("report is not valid JSON at %zu", bad);
-    }
-    s = malloc(json.len + 1);
-    assert_non_null(s);
-    memcpy(s, json.data, json.len);
-    s[json.len] = '\0';
-    nwb_buf_cleanup(&json);
-    return s;
-}
-
-static void expect(const char *json, const char *needle)
-{
-    if (strstr(json, needle) == NULL) {
-        fail_msg("report lacks %s", needle);
-    }
+    return tel_built_report(stream->data, stream->len, ro);
 }
 
 static void perf_frame(nwb_buf_t *b, uint64_t frame, uint64_t dur_ns,
@@ -90,7 +68,7 @@ static void test_report_events_map_lists_every_core_kind_with_zeros(void **state
                                 nwb_tel_kind_name(k), k == NWB_TEL_KIND_TEXT_LOG ? 1 : 0);
     }
     snprintf(expected + off, sizeof(expected) - off, "\"unknown\":1}");
-    expect(json, expected);
+    tel_expect(json, expected);
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -149,11 +127,11 @@ static void test_report_duplicate_segments_counted_once(void **state)
     tel_put_header(&b, 1); /* a resent upload */
     assert_int_equal(nwb_tel_encode_text(&b, 1, 0, 0, 1, "a", 1), 0);
     json = report(&b, NULL);
-    expect(json, "\"textLog\":2,");
-    expect(json, "\"duplicateSegments\":1,");
-    expect(json, "\"duplicateEvents\":1,");
-    expect(json, "\"segments\":3,");
-    expect(json, "\"seqGaps\":0,");
+    tel_expect(json, "\"textLog\":2,");
+    tel_expect(json, "\"duplicateSegments\":1,");
+    tel_expect(json, "\"duplicateEvents\":1,");
+    tel_expect(json, "\"segments\":3,");
+    tel_expect(json, "\"seqGaps\":0,");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -180,8 +158,8 @@ static void test_report_client_drops_and_seq_gaps(void **state)
         assert_int_equal(nwb_tel_encode_header(&b, &h), 0);
     }
     json = report(&b, NULL);
-    expect(json, "\"seqGaps\":1,");
-    expect(json, "\"clientDrops\":{\"events\":12,\"scopes\":40,\"uploads\":1}");
+    tel_expect(json, "\"seqGaps\":1,");
+    tel_expect(json, "\"clientDrops\":{\"events\":12,\"scopes\":40,\"uploads\":1}");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -201,12 +179,12 @@ static void test_report_frame_percentiles_are_exact_nearest_rank(void **state)
         perf_frame(&b, i, ms * 1000000ull, NULL, 0);
     }
     json = report(&b, NULL);
-    expect(json, "\"count\":100,\"meanMs\":50.500000,\"p50Ms\":50.000000,\"p90Ms\":90.000000,"
-                 "\"p95Ms\":95.000000,\"p99Ms\":99.000000,\"maxMs\":100.000000,");
-    expect(json, "\"percentileFrames\":100");
+    tel_expect(json, "\"count\":100,\"meanMs\":50.500000,\"p50Ms\":50.000000,\"p90Ms\":90.000000,"
+                     "\"p95Ms\":95.000000,\"p99Ms\":99.000000,\"maxMs\":100.000000,");
+    tel_expect(json, "\"percentileFrames\":100");
     /* The 10 worst, slowest first: 100 ms is frame 27 (27 * 37 % 100 = 99). */
-    expect(json, "\"worst\":[{\"frame\":27,\"ms\":100.000000");
-    expect(json, "\"ms\":91.000000");
+    tel_expect(json, "\"worst\":[{\"frame\":27,\"ms\":100.000000");
+    tel_expect(json, "\"ms\":91.000000");
     assert_null(strstr(json, "\"ms\":90.000000,\"timestampNs\""));
     free(json);
     nwb_buf_cleanup(&b);
@@ -239,12 +217,12 @@ static void test_report_worst_frames_carry_top_scopes_and_logs(void **state)
         assert_int_equal(nwb_tel_encode_text(&b, 5, 5, 1, 1, msg, (size_t)n), 0);
     }
     json = report(&b, NULL);
-    expect(json, "\"worst\":[{\"frame\":5,\"ms\":40.000000");
+    tel_expect(json, "\"worst\":[{\"frame\":5,\"ms\":40.000000");
     /* Its top scope is the 9 ms one, then the others by duration. */
-    expect(json, "\"topScopes\":[{\"name\":\"#");
-    expect(json, "\"depth\":0,\"ms\":9.000000},{\"name\"");
-    expect(json, "\"message\":\"slow frame line 0\"");
-    expect(json, "\"message\":\"slow frame line 7\"}],\"moreLogs\":3}");
+    tel_expect(json, "\"topScopes\":[{\"name\":\"#");
+    tel_expect(json, "\"depth\":0,\"ms\":9.000000},{\"name\"");
+    tel_expect(json, "\"message\":\"slow frame line 0\"");
+    tel_expect(json, "\"message\":\"slow frame line 7\"}],\"moreLogs\":3}");
     assert_null(strstr(json, "slow frame line 8"));
     free(json);
     nwb_buf_cleanup(&b);
@@ -292,20 +270,21 @@ static void test_report_scope_statistics_and_gpu_bounds(void **state)
     assert_int_equal(nwb_tel_encode_perf(&b, 2, 102, &pf), 0);
     json = report(&b, NULL);
     /* CPU: exact min, max, mean; p95 from the histogram: 95 ms, at most 1/32 high. */
-    expect(json, "\"samples\":100,\"totalMs\":5050.000000,\"minMs\":1.000000,"
-                 "\"maxMs\":100.000000,\"meanMs\":50.500000,\"p95Ms\":");
+    tel_expect(json, "\"samples\":100,\"totalMs\":5050.000000,\"minMs\":1.000000,"
+                     "\"maxMs\":100.000000,\"meanMs\":50.500000,\"p95Ms\":");
     {
         const char *p = strstr(strstr(json, "\"cpu\":["), "\"p95Ms\":");
         const double p95 = strtod(p + 8, NULL);
 
         assert_true(p95 >= 95.0 && p95 <= 95.0 * (1.0 + 1.0 / 32));
     }
-    expect(json, "\"firstSourceFrame\":0,\"lastSourceFrame\":99}");
+    tel_expect(json, "\"firstSourceFrame\":0,\"lastSourceFrame\":99}");
     /* GPU: bounds are the extremes whatever the arrival order; totals over the windows. */
-    expect(json, "\"samples\":2,\"totalMs\":6.000000,\"minMs\":2.000000,\"maxMs\":4.000000,"
-                 "\"meanMs\":3.000000");
-    expect(json, "\"firstSourceFrame\":50,\"lastSourceFrame\":51,\"windows\":2,"
-                 "\"publishedWindows\":2,\"reportedGpuSamples\":2,\"reportedTotalMs\":6.000000");
+    tel_expect(json, "\"samples\":2,\"totalMs\":6.000000,\"minMs\":2.000000,\"maxMs\":4.000000,"
+                     "\"meanMs\":3.000000");
+    tel_expect(json,
+               "\"firstSourceFrame\":50,\"lastSourceFrame\":51,\"windows\":2,"
+               "\"publishedWindows\":2,\"reportedGpuSamples\":2,\"reportedTotalMs\":6.000000");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -333,17 +312,17 @@ static void test_report_heap_backing_reported_beside_arenas(void **state)
     assert_int_equal(nwb_tel_encode_memory(&b, 1, 0, r1, 3, 0, 1), 0);
     assert_int_equal(nwb_tel_encode_memory(&b, 2, 1, r2, 3, 0, 2), 0);
     json = report(&b, NULL);
-    expect(json, "\"arenas\":[{\"name\":\"#0000000000000001\",\"source\":\"arena\","
-                 "\"reservedBytes\":1000,\"usedBytes\":400,\"peakBytes\":450,"
-                 "\"firstUsedBytes\":100,\"growthBytes\":300,\"allocations\":5,\"frees\":2,"
-                 "\"peakBasis\":\"largestArena\"");
-    expect(json, "\"heapBacking\":[{\"name\":\"#0000000000000002\",\"source\":\"heapBacking\"");
-    expect(json, "\"explicitScopes\":[{\"name\":\"#0000000000000003\"");
+    tel_expect(json, "\"arenas\":[{\"name\":\"#0000000000000001\",\"source\":\"arena\","
+                     "\"reservedBytes\":1000,\"usedBytes\":400,\"peakBytes\":450,"
+                     "\"firstUsedBytes\":100,\"growthBytes\":300,\"allocations\":5,\"frees\":2,"
+                     "\"peakBasis\":\"largestArena\"");
+    tel_expect(json, "\"heapBacking\":[{\"name\":\"#0000000000000002\",\"source\":\"heapBacking\"");
+    tel_expect(json, "\"explicitScopes\":[{\"name\":\"#0000000000000003\"");
     /* The arena totals are the arenas alone. */
-    expect(json, "\"arenaTotals\":{\"firstUsedBytes\":100,\"lastUsedBytes\":400,"
-                 "\"maxUsedBytes\":400,\"growthBytes\":300,"
-                 "\"series\":{\"samplesPerPoint\":1,\"points\":[[0,100,100],[1,400,400]]}}");
-    expect(json, "\"heapBackingTotals\":{\"firstUsedBytes\":5000,\"lastUsedBytes\":6000");
+    tel_expect(json, "\"arenaTotals\":{\"firstUsedBytes\":100,\"lastUsedBytes\":400,"
+                     "\"maxUsedBytes\":400,\"growthBytes\":300,"
+                     "\"series\":{\"samplesPerPoint\":1,\"points\":[[0,100,100],[1,400,400]]}}");
+    tel_expect(json, "\"heapBackingTotals\":{\"firstUsedBytes\":5000,\"lastUsedBytes\":6000");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -364,10 +343,10 @@ static void test_report_diagnostics_bounded_with_count_of_rest(void **state)
     json = report(&b, NULL);
     snprintf(needle, sizeof(needle), "\"diagnostics\":{\"count\":%u,",
              NWB_TEL_REPORT_DIAGNOSTICS + 6);
-    expect(json, needle);
-    expect(json, "\"omitted\":6}");
-    expect(json, "\"pairs\":[[\"k\\\"ey\",\"va\\nl\"]]");
-    expect(json, "\"bySeverity\":{\"info\":18,\"warning\":18,\"error\":17,\"fatal\":17}");
+    tel_expect(json, needle);
+    tel_expect(json, "\"omitted\":6}");
+    tel_expect(json, "\"pairs\":[[\"k\\\"ey\",\"va\\nl\"]]");
+    tel_expect(json, "\"bySeverity\":{\"info\":18,\"warning\":18,\"error\":17,\"fatal\":17}");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -416,11 +395,11 @@ static void test_report_uploads_section_from_ingest_log(void **state)
     nwb_buf_init(&b, 1 << 20);
     ro.ingest = &sum;
     json = report(&b, &ro);
-    expect(json, "\"uploads\":{\"log\":true,\"accepted\":1,\"duplicates\":1,\"rejected\":20,");
-    expect(json, "{\"seq\":29,\"status\":\"NWB_ETRUNCATED\",\"offset\":19,\"bytes\":50,");
-    expect(json, "\"reason\":\"input ends inside \\\"x\\\"\"}],\"unstored\":1}");
+    tel_expect(json, "\"uploads\":{\"log\":true,\"accepted\":1,\"duplicates\":1,\"rejected\":20,");
+    tel_expect(json, "{\"seq\":29,\"status\":\"NWB_ETRUNCATED\",\"offset\":19,\"bytes\":50,");
+    tel_expect(json, "\"reason\":\"input ends inside \\\"x\\\"\"}],\"unstored\":1}");
     /* An empty stream is a valid, empty report. */
-    expect(json, "\"decode\":{\"bytes\":0,\"consumedBytes\":0,\"events\":0,\"status\":\"ok\"");
+    tel_expect(json, "\"decode\":{\"bytes\":0,\"consumedBytes\":0,\"events\":0,\"status\":\"ok\"");
     free(json);
     unlink(path);
     rmdir(dir);
@@ -462,12 +441,12 @@ static void test_report_names_decoded_through_namesym(void **state)
     assert_int_equal(nwb_tel_encode_text(&b, 1, 0, 1, 1, msg, (size_t)n), 0);
     ro.names = t;
     json = report(&b, &ro);
-    expect(json, "\"cpu\":[{\"name\":\"render.shadow\"");
-    expect(json, "\"message\":\"pass render.shadow took long\"");
+    tel_expect(json, "\"cpu\":[{\"name\":\"render.shadow\"");
+    tel_expect(json, "\"message\":\"pass render.shadow took long\"");
     free(json);
     json = report(&b, NULL);
     snprintf(msg, sizeof(msg), "\"cpu\":[{\"name\":\"%s\"", tok);
-    expect(json, msg);
+    tel_expect(json, msg);
     free(json);
     nwb_buf_cleanup(&b);
     nwb_namesym_table_destroy(t);

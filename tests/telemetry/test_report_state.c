@@ -40,47 +40,17 @@ static nwb_namesym_table_t *load_names(const char *file)
     return names;
 }
 
-/* The whole-stream report of @p d, as a NUL-terminated malloc'd string. */
-static char *built(const uint8_t *d, size_t len, const nwb_tel_report_options_t *ro)
-{
-    nwb_buf_t json;
-    char *s;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(d, len, ro, &json, NULL), 0);
-    assert_int_equal(nwb_test_json_check((const char *)json.data, json.len, NULL), 0);
-    s = malloc(json.len + 1);
-    assert_non_null(s);
-    memcpy(s, json.data, json.len);
-    s[json.len] = '\0';
-    nwb_buf_cleanup(&json);
-    return s;
-}
-
+/* The state's report as a strict-JSON string (malloc'd). */
 static char *state_json(const nwb_tel_report_state_t *s, const nwb_tel_report_options_t *ro)
 {
     nwb_buf_t json;
-    size_t bad = 0;
     char *out;
 
     nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     assert_int_equal(nwb_tel_report_state_write(s, ro, &json), 0);
-    if (nwb_test_json_check((const char *)json.data, json.len, &bad) != 0) {
-        fail_msg("state report is not valid JSON at %zu", bad);
-    }
-    out = malloc(json.len + 1);
+    out = tel_json_take(&json, NULL);
     assert_non_null(out);
-    memcpy(out, json.data, json.len);
-    out[json.len] = '\0';
-    nwb_buf_cleanup(&json);
     return out;
-}
-
-static void expect(const char *json, const char *needle)
-{
-    if (strstr(json, needle) == NULL) {
-        fail_msg("report lacks %s", needle);
-    }
 }
 
 /* Equal reports, or both written out (state_got.json, state_want.json) and a failure. */
@@ -115,7 +85,7 @@ static void splits_equal_build(const char *stream_file, const char *names_file)
 
     assert_non_null(d);
     ro.names = names;
-    whole = built(d, len, &ro);
+    whole = tel_built_report(d, len, &ro);
     nseg = tel_segment_offsets(d, len, seg, MAX_SEGMENTS);
     assert_true(nseg >= 3);
     /* Every split into whole segments: each subset of the boundaries (the first is 0), plain
@@ -172,7 +142,7 @@ static void splits_equal_build(const char *stream_file, const char *names_file)
         assert_non_null(twice);
         memcpy(twice, d, len);
         memcpy(twice + len, d, len);
-        whole = built(twice, 2 * len, &ro);
+        whole = tel_built_report(twice, 2 * len, &ro);
         for (size_t i = 0; i < nseg; i++) {
             cuts[i] = seg[i];
             cuts[nseg + i] = len + seg[i];
@@ -254,8 +224,8 @@ static void test_report_state_feed_result_describes_the_bytes(void **state)
     assert_int_equal(fr.events, 10);
     assert_int_equal(fr.stream_offset, b.len);
     after = state_json(s, NULL);
-    expect(after, "\"duplicateSegments\":1,\"duplicateEvents\":10,");
-    expect(after, "\"count\":5,");
+    tel_expect(after, "\"duplicateSegments\":1,\"duplicateEvents\":10,");
+    tel_expect(after, "\"count\":5,");
     free(after);
 
     /* Two segments in one feed, frames going backwards: first/last follow stream order. */
@@ -329,13 +299,13 @@ static void test_report_state_atomic_feed_of_bad_bytes_changes_nothing(void **st
     assert_int_equal(fr.applied, 1);
     assert_int_equal(nwb_buf_append(&all, good.data, good.len), 0);
     assert_int_equal(nwb_buf_append(&all, bad.data, bad.len), 0);
-    whole = built(all.data, all.len, NULL);
+    whole = tel_built_report(all.data, all.len, NULL);
     after = state_json(s, NULL);
     same_json(after, whole);
     nwb_tel_report_state_decode_result(s, &dr);
     assert_int_equal(dr.status, NWB_ETRUNCATED);
     assert_true(dr.error_offset > good.len);
-    expect(after, "\"status\":\"NWB_ETRUNCATED\"");
+    tel_expect(after, "\"status\":\"NWB_ETRUNCATED\"");
     free(after);
     free(whole);
     /* Stopped: later bytes are not decoded, only counted. */
@@ -347,9 +317,9 @@ static void test_report_state_atomic_feed_of_bad_bytes_changes_nothing(void **st
         char want[64];
 
         snprintf(want, sizeof(want), "\"decode\":{\"bytes\":%zu,", 2 * good.len + bad.len);
-        expect(after, want);
+        tel_expect(after, want);
     }
-    expect(after, "\"count\":7,");
+    tel_expect(after, "\"count\":7,");
     free(after);
     free(before);
 
@@ -359,8 +329,8 @@ static void test_report_state_atomic_feed_of_bad_bytes_changes_nothing(void **st
     assert_int_equal(nwb_tel_report_state_feed(s, good.data, good.len, 0, &fr), 0);
     nwb_tel_report_state_fail(s, NWB_ECOMPRESS, "corrupt zstd data");
     after = state_json(s, NULL);
-    expect(after, "\"status\":\"NWB_ECOMPRESS\"");
-    expect(after, "\"reason\":\"corrupt zstd data\"");
+    tel_expect(after, "\"status\":\"NWB_ECOMPRESS\"");
+    tel_expect(after, "\"reason\":\"corrupt zstd data\"");
     free(after);
     nwb_tel_report_state_destroy(s);
     nwb_buf_cleanup(&good);
@@ -441,8 +411,8 @@ static void test_report_state_percentiles_exact_to_the_bound_then_histogram(void
 
             assert_true(fabs(json_number_after(json, keys[k]) - (double)want / 1e6) < 1e-6);
         }
-        expect(json, "\"percentileRelativeError\":0.000000,");
-        expect(json, "nearest-rank over the exact frame durations");
+        tel_expect(json, "\"percentileRelativeError\":0.000000,");
+        tel_expect(json, "nearest-rank over the exact frame durations");
         free(json);
         free(copy);
         (void)cut;
@@ -461,8 +431,8 @@ static void test_report_state_percentiles_exact_to_the_bound_then_histogram(void
         nwb_buf_cleanup(&tail);
     }
     json = state_json(s, NULL);
-    expect(json, "\"percentileFrames\":1000,\"percentileRelativeError\":0.031250,");
-    expect(json, "log-linear histogram");
+    tel_expect(json, "\"percentileFrames\":1000,\"percentileRelativeError\":0.031250,");
+    tel_expect(json, "log-linear histogram");
     for (unsigned k = 0; k < 4; k++) {
         const double want = (double)exact_rank(durs, BOUND + 1, pct[k]) / 1e6;
         const double got = json_number_after(json, keys[k]);
@@ -496,7 +466,7 @@ static void test_report_state_memory_series_keep_extremes_in_fixed_points(void *
         rec.peak_bytes = rec.used_bytes > rec.peak_bytes ? rec.used_bytes : rec.peak_bytes;
         assert_int_equal(nwb_tel_encode_memory(&b, f, f, &rec, 1, 0, f), 0);
     }
-    json = built(b.data, b.len, NULL);
+    json = tel_built_report(b.data, b.len, NULL);
     p = strstr(json, "\"arenas\":[{");
     assert_non_null(p);
     p = strstr(p, "\"series\":{\"samplesPerPoint\":8,\"points\":[");
@@ -509,7 +479,7 @@ static void test_report_state_memory_series_keep_extremes_in_fixed_points(void *
     assert_true(points <= NWB_TEL_REPORT_MEMORY_POINTS);
     assert_non_null(strstr(p, "[496,1496,900000]"));
     assert_non_null(strstr(p, "[696,3,1703]"));
-    expect(json, "\"seriesMaxPoints\":128,");
+    tel_expect(json, "\"seriesMaxPoints\":128,");
     free(json);
     nwb_buf_cleanup(&b);
 }
@@ -544,10 +514,11 @@ static void test_report_state_worst_frames_keep_lines_from_before_and_after(void
     assert_int_equal(nwb_tel_encode_text(&b, 1, 3, 3, 1, "late line", 9), 0);
     assert_int_equal(nwb_tel_report_state_feed(s, b.data, b.len, 0, NULL), 0);
     json = state_json(s, NULL);
-    expect(json, "\"worst\":[{\"frame\":3,\"ms\":90.000000");
-    expect(json, "\"logs\":[{\"level\":\"ERROR\",\"thread\":1,\"message\":\"early line\"},"
-                 "{\"level\":\"FATAL\",\"thread\":1,\"message\":\"late line\"}],\"moreLogs\":0}");
-    expect(json, "{\"frame\":90,\"ms\":80.000000");
+    tel_expect(json, "\"worst\":[{\"frame\":3,\"ms\":90.000000");
+    tel_expect(json,
+               "\"logs\":[{\"level\":\"ERROR\",\"thread\":1,\"message\":\"early line\"},"
+               "{\"level\":\"FATAL\",\"thread\":1,\"message\":\"late line\"}],\"moreLogs\":0}");
+    tel_expect(json, "{\"frame\":90,\"ms\":80.000000");
     assert_null(strstr(json, "too early"));
     free(json);
     nwb_buf_cleanup(&b);

@@ -108,36 +108,10 @@ static char *file_report(const char *path, int *rc_out, uint64_t *pieces)
     nwb_tel_file_reader_destroy(r);
     nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     assert_int_equal(nwb_tel_report_state_write(s, &ro, &json), 0);
-    assert_int_equal(nwb_test_json_check((const char *)json.data, json.len, NULL), 0);
-    out = malloc(json.len + 1);
-    assert_non_null(out);
-    memcpy(out, json.data, json.len);
-    out[json.len] = '\0';
-    nwb_buf_cleanup(&json);
     nwb_tel_report_state_destroy(s);
-    return out;
-}
-
-static char *bytes_report(const uint8_t *d, size_t len)
-{
-    nwb_buf_t json;
-    char *out;
-
-    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
-    assert_int_equal(nwb_tel_report_build(d, len, NULL, &json, NULL), 0);
-    out = malloc(json.len + 1);
+    out = tel_json_take(&json, NULL);
     assert_non_null(out);
-    memcpy(out, json.data, json.len);
-    out[json.len] = '\0';
-    nwb_buf_cleanup(&json);
     return out;
-}
-
-static void expect(const char *json, const char *needle)
-{
-    if (strstr(json, needle) == NULL) {
-        fail_msg("report lacks %s", needle);
-    }
 }
 
 static void test_stream_file_zst_and_raw_report_as_the_bytes(void **state)
@@ -156,7 +130,7 @@ static void test_stream_file_zst_and_raw_report_as_the_bytes(void **state)
 
     (void)state;
     assert_non_null(d);
-    want = bytes_report(d, len);
+    want = tel_built_report(d, len, NULL);
     nseg = zst_of(d, len, &z, NULL);
     assert_int_equal(tel_write_file(f->path, z.data, z.len), 0);
     assert_int_equal(nwb_tel_file_reader_open(f->path, &r), 0);
@@ -185,7 +159,7 @@ static void test_stream_file_zst_and_raw_report_as_the_bytes(void **state)
     got = file_report(raw_path, &rc, &pieces);
     assert_int_equal(rc, 0);
     assert_int_equal(pieces, 0);
-    expect(got, "\"decode\":{\"bytes\":0,\"consumedBytes\":0,\"events\":0,\"status\":\"ok\"");
+    tel_expect(got, "\"decode\":{\"bytes\":0,\"consumedBytes\":0,\"events\":0,\"status\":\"ok\"");
     free(got);
     free(want);
     nwb_buf_cleanup(&z);
@@ -242,7 +216,7 @@ static void test_stream_file_damaged_raw_file_reports_as_a_whole_decode(void **s
             }
         }
         assert_int_equal(tel_write_file(path, work, n), 0);
-        want = bytes_report(work, n);
+        want = tel_built_report(work, n, NULL);
         got = file_report(path, &rc, NULL);
         assert_int_equal(rc, 0);
         if (strcmp(got, want) != 0) {
@@ -275,7 +249,7 @@ static void test_stream_file_bad_zstd_frames_are_clear_errors(void **state)
     assert_true(nseg >= 3);
     zst_of(d, len, &z, at);
     /* The frames before a broken one are reported, then the error is the report's. */
-    want = bytes_report(d, seg[nseg - 1]);
+    want = tel_built_report(d, seg[nseg - 1], NULL);
 
     /* A torn tail: the last frame cut short. */
     assert_int_equal(tel_write_file(f->path, z.data, z.len - 5), 0);
@@ -293,11 +267,11 @@ static void test_stream_file_bad_zstd_frames_are_clear_errors(void **state)
     nwb_tel_file_reader_destroy(r);
     got = file_report(f->path, &rc, NULL);
     assert_int_equal(rc, NWB_ECOMPRESS);
-    expect(got, "\"status\":\"NWB_ECOMPRESS\"");
-    expect(got, "\"reason\":\"zstd frame is truncated (a torn tail)\"");
+    tel_expect(got, "\"status\":\"NWB_ECOMPRESS\"");
+    tel_expect(got, "\"reason\":\"zstd frame is truncated (a torn tail)\"");
     /* Everything before the torn frame is in it, as in a report of those bytes. */
     assert_non_null(strstr(want, "\"frames\":{\"count\":60,"));
-    expect(got, "\"frames\":{\"count\":60,");
+    tel_expect(got, "\"frames\":{\"count\":60,");
     free(got);
 
     /* A corrupt byte inside the middle frame: its checksum (or its blocks) fail. */
@@ -316,7 +290,7 @@ static void test_stream_file_bad_zstd_frames_are_clear_errors(void **state)
     assert_int_equal(tel_write_file(f->path, z.data, z.len), 0);
     got = file_report(f->path, &rc, NULL);
     assert_int_equal(rc, NWB_ECOMPRESS);
-    expect(got, "\"status\":\"NWB_ECOMPRESS\"");
+    tel_expect(got, "\"status\":\"NWB_ECOMPRESS\"");
     free(got);
     free(want);
     nwb_buf_cleanup(&z);

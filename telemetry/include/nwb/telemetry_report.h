@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nwb/telemetry_report.h - what is made from a decoded stream: the run report
- * (telemetry.json, docs/telemetry-report.md), the upload outcome log the ingest keeps beside the
- * stream, the one-line-per-event dump, the Chrome trace export, and the synthetic stream
- * generator used by tests and benchmarks.
+ * (telemetry.json, docs/telemetry-report.md) and the incremental state that keeps it up to date
+ * one upload at a time, the frame queries of the read API, the upload outcome log the ingest
+ * keeps beside the stream, reading stored streams (telemetry.nwbs, telemetry.nwbs.zst), the
+ * one-line-per-event dump, the Chrome trace export, and the synthetic stream generator used by
+ * tests and benchmarks.
  *
  * Everything here runs on the caller's thread and allocates only through nwb_malloc.
  */
