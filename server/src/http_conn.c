@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "nwb/alloc.h"
+#include "read_int.h"
 #include "server_int.h"
 
 static char ok_head[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -73,6 +74,7 @@ static void conn_free(struct nwb__conn *c)
     }
     nwb_free(c->pend);
     nwb_free(c->resp_body);
+    nwb__read_release(c);
     nwb_free(c);
     nwb__server_maybe_finish(srv);
 }
@@ -186,6 +188,7 @@ static void after_response(struct nwb__conn *c)
 {
     nwb_free(c->resp_body);
     c->resp_body = NULL;
+    nwb__read_release(c);
     body_release(c);
     if (c->close_after) {
         conn_linger(c);

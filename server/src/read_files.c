@@ -103,6 +103,8 @@ static void file_done(struct nwb__conn *c, const char *what, const char *missing
     c->work.ctx = NULL;
     if (c->state == NWB__CONN_CLOSED) {
         /* nothing to answer */
+    } else if (f->err == 0 && nwb__read_reserve(c, f->len) != 0) {
+        /* 503 answered: the answer budget is spent */
     } else if (f->err == 0) {
         nwb__conn_respond(c, 200, f->ctype, (const char *)f->data, f->len, f->len > 0,
                           "X-Content-Type-Options: nosniff\r\n");
@@ -122,6 +124,19 @@ static void file_done(struct nwb__conn *c, const char *what, const char *missing
     }
     nwb_free(f->data);
     nwb_free(f);
+}
+
+/* A file_read for @p id (@p len bytes), or NULL after answering 503. */
+static struct file_read *file_read_new(struct nwb__conn *c, const char *id, size_t len)
+{
+    struct file_read *f = nwb_calloc(1, sizeof(*f));
+
+    if (f == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return NULL;
+    }
+    memcpy(f->id, id, len);
+    return f;
 }
 
 static void queue_read(struct nwb__conn *c, struct file_read *f, nwb__work_run_fn run,
@@ -160,23 +175,17 @@ static void telemetry_done(struct nwb__conn *c)
 void nwb__read_telemetry_handle(struct nwb__conn *c)
 {
     struct nwb__target t;
-    struct nwb__run_name rn;
     struct file_read *f;
     const char *id;
     size_t id_len;
 
-    nwb__target_split(c->req.url, c->req.url_len, &t);
-    if (!nwb__path_segment(t.path, t.path_len, "/v1/runs/", 0, &id, &id_len) ||
-        !nwb__run_id_parse(id, id_len, &rn)) {
-        nwb__conn_respond_error(c, 404, "no such run");
+    if (nwb__read_target_run(c, &t, &id, &id_len) != 0) {
         return;
     }
-    f = nwb_calloc(1, sizeof(*f));
+    f = file_read_new(c, id, id_len);
     if (f == NULL) {
-        nwb__conn_respond_error(c, 503, "out of memory");
         return;
     }
-    memcpy(f->id, id, id_len);
     f->ctype = "application/json";
     queue_read(c, f, telemetry_run, telemetry_done);
 }
@@ -216,12 +225,10 @@ void nwb__read_crash_file_handle(struct nwb__conn *c)
         nwb__conn_respond_error(c, 404, "no such crash package or file");
         return;
     }
-    f = nwb_calloc(1, sizeof(*f));
+    f = file_read_new(c, id, id_len);
     if (f == NULL) {
-        nwb__conn_respond_error(c, 503, "out of memory");
         return;
     }
-    memcpy(f->id, id, id_len);
     /* The name: everything after ".../files/" (the route has at least one byte there). */
     off = (size_t)(seg + seg_len - t.path) + 1;
     n = off < t.path_len ? nwb__pct_decode(t.path + off, t.path_len - off, 0, f->name, NWB__URL_MAX)

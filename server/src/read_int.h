@@ -48,6 +48,9 @@
 #define NWB__READ_TELEMETRY_MAX (64u * 1024u * 1024u)
 /* GET /v1/crashes/<id>/files/<name>: the largest file answered (beyond: 413). */
 #define NWB__READ_FILE_MAX (16u * 1024u * 1024u)
+/* Bytes of read answers being built or written at once (each request reserves its largest
+ * answer first, then what it answers, until it is written); beyond: 503 + Retry-After. */
+#define NWB__READ_ANSWERS_MAX (256u * 1024u * 1024u)
 /* A crash file name: decoded bytes, and folders in it (the file included). */
 #define NWB__READ_FILE_NAME_MAX  255u
 #define NWB__READ_FILE_DEPTH_MAX 17u
@@ -316,8 +319,26 @@ void nwb__run_info_json(nwb_json_t *j, const struct nwb__run_info *r, int live, 
 int nwb__read_query_u64(struct nwb__conn *c, const struct nwb__target *t, const char *key,
                         uint64_t min, uint64_t max, uint64_t *out, int *present);
 
+/* The request's target split into @p t and its run id (the first segment after /v1/runs/):
+ * 0, or -1 after answering 404 when it is not a run id. */
+int nwb__read_target_run(struct nwb__conn *c, struct nwb__target *t, const char **id, size_t *len);
+
 /* Answer 200 with the JSON in @p b (its memory goes to the connection), or 503 when building
- * it failed (@p err, a nwb_json_finish() result). */
+ * it failed (@p err, a nwb_json_finish() result) or the answer budget is spent. */
 void nwb__read_respond_json(struct nwb__conn *c, nwb_buf_t *b, int err);
+
+/*
+ * Hold @p bytes of NWB__READ_ANSWERS_MAX for @p c's answer (what it holds already counts
+ * toward it): 0, or -1 after answering 503 + Retry-After: 1 when they are not there. A request
+ * always gets them when no other read answer holds any. Loop thread.
+ */
+int nwb__read_reserve(struct nwb__conn *c, size_t bytes);
+
+/* The rule behind it: @p *held of @p *total becomes @p bytes when the others' share plus
+ * @p bytes stays within @p max, or when the others hold nothing. 0, or -1 (nothing changed). */
+int nwb__read_budget_take(size_t *total, size_t *held, size_t bytes, size_t max);
+
+/* Give back what @p c holds (its answer was written, or it closed). NULL-safe, idempotent. */
+void nwb__read_release(struct nwb__conn *c);
 
 #endif /* NWB_SERVER_READ_INT_H */

@@ -287,6 +287,8 @@ static void log_done(struct nwb__conn *c)
              (unsigned long long)l->size, (unsigned long long)l->start);
     if (c->state == NWB__CONN_CLOSED) {
         /* nothing to answer */
+    } else if (l->err == 0 && nwb__read_reserve(c, l->text.len) != 0) {
+        /* 503 answered: the answer budget is spent */
     } else if (l->err == 0) {
         nwb__conn_respond(c, 200, "text/plain; charset=utf-8", (const char *)l->text.data,
                           l->text.len, l->text.len > 0, extra);
@@ -315,16 +317,12 @@ void nwb__read_log_handle(struct nwb__conn *c)
 {
     const struct nwb__run_info *r;
     struct nwb__target t;
-    struct nwb__run_name rn;
     struct log_read *l;
     const char *id;
     size_t id_len;
     int has_offset = 0, has_limit = 0;
 
-    nwb__target_split(c->req.url, c->req.url_len, &t);
-    if (!nwb__path_segment(t.path, t.path_len, "/v1/runs/", 0, &id, &id_len) ||
-        !nwb__run_id_parse(id, id_len, &rn)) {
-        nwb__conn_respond_error(c, 404, "no such run");
+    if (nwb__read_target_run(c, &t, &id, &id_len) != 0) {
         return;
     }
     l = nwb_calloc(1, sizeof(*l));

@@ -248,7 +248,8 @@ static int digits(const char *s, unsigned n)
     return v;
 }
 
-/* "YYYYmmdd-HHMMSS" at @p s, a real UTC date and time (year 1970..9999): 1 with @p *ns. */
+/* "YYYYmmdd-HHMMSS" at @p s, a real UTC date and time whose ns since the epoch fit a u64
+ * (1970-01-01T00:00:00Z to 2554-07-21T23:34:33Z): 1 with @p *ns. */
 static int compact_time(const char *s, uint64_t *ns)
 {
     const int year = digits(s, 4), mon = digits(s + 4, 2), day = digits(s + 6, 2);
@@ -269,7 +270,8 @@ static int compact_time(const char *s, uint64_t *ns)
     tm.tm_sec = sec;
     t = timegm(&tm);
     /* timegm() normalises 31 April to 1 May: a date that does not come back is not one. */
-    if (t < 0 || gmtime_r(&t, &back) == NULL || back.tm_mday != day || back.tm_mon != mon - 1) {
+    if (t < 0 || (uint64_t)t > UINT64_MAX / 1000000000u || gmtime_r(&t, &back) == NULL ||
+        back.tm_mday != day || back.tm_mon != mon - 1) {
         return 0;
     }
     *ns = (uint64_t)t * 1000000000u;

@@ -84,6 +84,36 @@ int nwb__read_query_u64(struct nwb__conn *c, const struct nwb__target *t, const 
     return 0;
 }
 
+int nwb__read_budget_take(size_t *total, size_t *held, size_t bytes, size_t max)
+{
+    const size_t others = *total - *held;
+
+    if (others > 0 && (bytes > max || others > max - bytes)) {
+        return -1;
+    }
+    *total = others + bytes;
+    *held = bytes;
+    return 0;
+}
+
+int nwb__read_reserve(struct nwb__conn *c, size_t bytes)
+{
+    if (nwb__read_budget_take(&c->srv->read_bytes, &c->read_reserved, bytes,
+                              NWB__READ_ANSWERS_MAX) != 0) {
+        nwb__conn_respond_error(c, 503, "too many read answers in flight; retry");
+        return -1;
+    }
+    return 0;
+}
+
+void nwb__read_release(struct nwb__conn *c)
+{
+    if (c != NULL && c->read_reserved > 0) {
+        c->srv->read_bytes -= c->read_reserved;
+        c->read_reserved = 0;
+    }
+}
+
 void nwb__read_respond_json(struct nwb__conn *c, nwb_buf_t *b, int err)
 {
     if (err == 0) {
@@ -94,9 +124,26 @@ void nwb__read_respond_json(struct nwb__conn *c, nwb_buf_t *b, int err)
         nwb__conn_respond_error(c, 503, "out of memory building the answer");
         return;
     }
+    if (nwb__read_reserve(c, b->len) != 0) {
+        nwb_buf_cleanup(b);
+        return;
+    }
     /* The buffer's memory (nwb_realloc'd) goes to the connection, freed after the write. */
     nwb__conn_respond(c, 200, "application/json", (const char *)b->data, b->len, 1, NULL);
     nwb_buf_init(b, b->max);
+}
+
+int nwb__read_target_run(struct nwb__conn *c, struct nwb__target *t, const char **id, size_t *len)
+{
+    struct nwb__run_name rn;
+
+    nwb__target_split(c->req.url, c->req.url_len, t);
+    if (!nwb__path_segment(t->path, t->path_len, "/v1/runs/", 0, id, len) ||
+        !nwb__run_id_parse(*id, *len, &rn)) {
+        nwb__conn_respond_error(c, 404, "no such run");
+        return -1;
+    }
+    return 0;
 }
 
 void nwb__read_runs_handle(struct nwb__conn *c)
@@ -196,16 +243,12 @@ void nwb__read_run_handle(struct nwb__conn *c)
 {
     const struct nwb__run_index *idx = c->srv->runs;
     struct nwb__target t;
-    struct nwb__run_name rn;
     const struct nwb__run_info *r;
     const char *id;
     size_t id_len;
     struct run_view *v;
 
-    nwb__target_split(c->req.url, c->req.url_len, &t);
-    if (!nwb__path_segment(t.path, t.path_len, "/v1/runs/", 0, &id, &id_len) ||
-        !nwb__run_id_parse(id, id_len, &rn)) {
-        nwb__conn_respond_error(c, 404, "no such run");
+    if (nwb__read_target_run(c, &t, &id, &id_len) != 0) {
         return;
     }
     r = nwb__run_index_find(idx, id, id_len);

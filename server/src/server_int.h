@@ -395,6 +395,7 @@ struct nwb__conn {
     struct nwb__log_job job;
     struct nwb__work work;
     struct nwb__tel_task tel; /* a telemetry request's lane */
+    size_t read_reserved;     /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
 };
 
 /* Accept one connection from the listener (or refuse it over the cap). */
@@ -779,7 +780,8 @@ struct nwb_server {
     struct nwb__crash_ingest *crash;
     /* the run index behind GET /v1/runs (read_int.h); it holds one of handles_open */
     struct nwb__run_index *runs;
-    int failed; /* create failed: the last handle closed frees the server */
+    size_t read_bytes; /* read answers being built or written (NWB__READ_ANSWERS_MAX) */
+    int failed;        /* create failed: the last handle closed frees the server */
     /* telemetry: the live runs' report states, and a lane per run with requests out */
     struct nwb__tel_ingest_metrics tel_metrics;
     struct nwb__tel_ingest_limits tel_limits;

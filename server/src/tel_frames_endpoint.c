@@ -191,7 +191,8 @@ static void frames_done(struct nwb__conn *c)
     nwb_free(f);
 }
 
-/* Both routes: the id (404 when malformed), the frame, the query; then the run's lane. */
+/* Both routes: the id (the read API's rule: 404 when malformed), the frame, the query; then
+ * the run's lane. */
 static void frames_start(struct nwb__conn *c, int detail)
 {
     struct nwb__target t;
@@ -202,11 +203,8 @@ static void frames_start(struct nwb__conn *c, int detail)
     size_t seg_len;
     int present;
 
-    nwb__target_split(c->req.url, c->req.url_len, &t);
-    if (!nwb__path_segment(t.path, t.path_len, runs_prefix, 0, &id, &id_len) ||
-        !nwb__run_id_valid(id, id_len)) {
-        nwb__conn_respond_error(c, 404, "no such run");
-        return;
+    if (nwb__read_target_run(c, &t, &id, &id_len) != 0) {
+        return; /* answered 404 */
     }
     f = nwb_calloc(1, sizeof(*f));
     if (f == NULL) {

@@ -172,6 +172,21 @@ static void expect_status(int port, const char *target, int status)
     resp_free(&r);
 }
 
+/* expect_status() of a target made from @p fmt. */
+static void expect_statusf(int port, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void expect_statusf(int port, int status, const char *fmt, ...)
+{
+    char target[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(target, sizeof(target), fmt, ap);
+    va_end(ap);
+    expect_status(port, target, status);
+}
+
 /* The {"id":"<id>",...} object of @p id in a runs list (no nested objects), or NULL. */
 static const char *run_obj(const char *json, const char *id, char *out, size_t cap)
 {
@@ -430,6 +445,34 @@ static char *read_log(const char *out, const char *id, size_t *len)
     return nwb_test_read_file(path, len);
 }
 
+/* Successive ?offset= reads of @p limit bytes from 0 give back @p file (@p flen bytes): each
+ * answer whole lines from where it was asked, with the log's size and its offset. */
+static void read_back(int port, const char *id, unsigned limit, const char *file, size_t flen)
+{
+    char *got = malloc(flen + 1);
+    size_t offset = 0;
+    char target[512], ctype[64];
+    struct resp r;
+
+    assert_non_null(got);
+    while (offset < flen) {
+        snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=%zu&limit=%u", id, offset, limit);
+        assert_int_equal(get(port, target, &r), 200);
+        assert_string_equal(header(&r, "Content-Type", ctype, sizeof(ctype)),
+                            "text/plain; charset=utf-8");
+        assert_int_equal(header_u64(&r, "X-NWB-Log-Size"), flen);
+        assert_int_equal(header_u64(&r, "X-NWB-Log-Offset"), offset);
+        assert_true(r.len > 0 && offset + r.len <= flen);
+        assert_true(r.body[r.len - 1] == '\n');
+        memcpy(got + offset, r.body, r.len);
+        offset += r.len;
+        resp_free(&r);
+    }
+    assert_int_equal(offset, flen);
+    assert_memory_equal(got, file, flen);
+    free(got);
+}
+
 static void test_log_range_reads_reassemble_log_txt_and_tail(void **state)
 {
     struct fx *f = *state;
@@ -456,29 +499,7 @@ static void test_log_range_reads_reassemble_log_txt_and_tail(void **state)
     assert_non_null(file);
 
     for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
-        char *got = malloc(flen + 1);
-        unsigned long long offset = 0;
-
-        assert_non_null(got);
-        while (offset < flen) {
-            char ctype[64];
-
-            snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=%llu&limit=%u", id, offset,
-                     limits[k]);
-            assert_int_equal(get(f->srv.port, target, &r), 200);
-            assert_string_equal(header(&r, "Content-Type", ctype, sizeof(ctype)),
-                                "text/plain; charset=utf-8");
-            assert_int_equal(header_u64(&r, "X-NWB-Log-Size"), flen);
-            assert_int_equal(header_u64(&r, "X-NWB-Log-Offset"), offset);
-            assert_true(r.len > 0);
-            assert_true(r.body[r.len - 1] == '\n');
-            memcpy(got + offset, r.body, r.len);
-            offset += r.len;
-            resp_free(&r);
-        }
-        assert_int_equal(offset, flen);
-        assert_memory_equal(got, file, flen);
-        free(got);
+        read_back(f->srv.port, id, limits[k], file, flen);
     }
 
     /* Without ?limit=: from the start, whole lines. */
@@ -502,8 +523,7 @@ static void test_log_range_reads_reassemble_log_txt_and_tail(void **state)
     assert_int_equal(get(f->srv.port, target, &r), 416);
     assert_int_equal(header_u64(&r, "X-NWB-Log-Size"), flen);
     resp_free(&r);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=18446744073709551615", id);
-    expect_status(f->srv.port, target, 416);
+    expect_statusf(f->srv.port, 416, "/v1/runs/%s/log?offset=18446744073709551615", id);
 
     /* ?tail=N: the file's last N lines. */
     snprintf(target, sizeof(target), "/v1/runs/%s/log?tail=3", id);
@@ -527,24 +547,15 @@ static void test_log_range_reads_reassemble_log_txt_and_tail(void **state)
     resp_free(&r);
 
     /* Bad input. */
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?limit=%u", id, LIMIT_MAX);
-    expect_status(f->srv.port, target, 200);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?limit=%u", id, LIMIT_MAX + 1);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?limit=0", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=-1", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=18446744073709551616", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?tail=0", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?tail=%u", id, TAIL_LINES + 1);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?tail=3&offset=0", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=1%%", id);
-    expect_status(f->srv.port, target, 400);
+    expect_statusf(f->srv.port, 200, "/v1/runs/%s/log?limit=%u", id, LIMIT_MAX);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?limit=%u", id, LIMIT_MAX + 1);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?limit=0", id);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?offset=-1", id);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?offset=18446744073709551616", id);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?tail=0", id);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?tail=%u", id, TAIL_LINES + 1);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?tail=3&offset=0", id);
+    expect_statusf(f->srv.port, 400, "/v1/runs/%s/log?offset=1%%", id);
     expect_status(f->srv.port, "/v1/runs/logs_20000101-000000_nope/log", 404);
     expect_status(f->srv.port, "/v1/runs/../log", 404);
     expect_status(f->srv.port, "/v1/runs/%2e%2e/log", 404);
@@ -666,8 +677,7 @@ static void test_telemetry_answers_the_runs_report(void **state)
     resp_free(&r);
 
     run_id(f->out, "tel", "t0", id, sizeof(id));
-    snprintf(target, sizeof(target), "/v1/runs/%s/telemetry", id);
-    expect_status(f->srv.port, target, 404);
+    expect_statusf(f->srv.port, 404, "/v1/runs/%s/telemetry", id);
     expect_status(f->srv.port, "/v1/runs/tel_20000101-000000_none/telemetry", 404);
     expect_status(f->srv.port, "/v1/runs/..%2f..%2f/telemetry", 404);
     stop(f);
@@ -702,6 +712,19 @@ static void post_crash(struct fx *f, const void *archive, size_t len, char *id, 
     }
 }
 
+/* An archive entry: a file of @p len bytes of @p data (NULL: @p len bytes of zeros). */
+static void file_entry(struct ta_entry *e, const char *path, const void *data, size_t len)
+{
+    memset(e, 0, sizeof(*e));
+    e->path = path;
+    e->data = data;
+    if (data != NULL) {
+        e->len = len;
+    } else {
+        e->fill_bytes = len;
+    }
+}
+
 static void test_crash_files_are_answered_by_name(void **state)
 {
     struct fx *f = *state;
@@ -719,17 +742,11 @@ static void test_crash_files_are_answered_by_name(void **state)
     start(f, extra);
     post_text(f->srv.port, "crashy", "cr1", "before the crash\n");
     run_id(f->out, "crashy", "cr1", run, sizeof(run));
-    memset(e, 0, sizeof(e));
-    e[0].path = "manifest.txt";
-    e[0].data = manifest;
-    e[0].len = sizeof(manifest) - 1;
-    e[1].path = "threads";
+    file_entry(&e[0], "manifest.txt", manifest, sizeof(manifest) - 1);
+    file_entry(&e[1], "threads", NULL, 0);
     e[1].kind = TA_DIR;
-    e[2].path = "threads/main.txt";
-    e[2].data = stack;
-    e[2].len = sizeof(stack) - 1;
-    e[3].path = "core.bin";
-    e[3].fill_bytes = 1000;
+    file_entry(&e[2], "threads/main.txt", stack, sizeof(stack) - 1);
+    file_entry(&e[3], "core.bin", NULL, 1000);
     e[3].fill_byte = 7;
     archive = ta_build("tar.zst", e, 4, &len);
     assert_non_null(archive);
@@ -747,8 +764,7 @@ static void test_crash_files_are_answered_by_name(void **state)
     assert_int_equal(get(f->srv.port, target, &r), 200);
     assert_string_equal(r.body, stack);
     resp_free(&r);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/threads%%2Fmain.txt", id);
-    expect_status(f->srv.port, target, 200);
+    expect_statusf(f->srv.port, 200, "/v1/crashes/%s/files/threads%%2Fmain.txt", id);
     snprintf(target, sizeof(target), "/v1/crashes/%s/files/core.bin", id);
     assert_int_equal(get(f->srv.port, target, &r), 200);
     assert_int_equal(r.len, 1000);
@@ -771,38 +787,24 @@ static void test_crash_files_are_answered_by_name(void **state)
     }
 
     /* Not files, not there, not inside the package: 404; a bad escape: 400. */
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/threads", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/nope.txt", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/..%%2F..%%2F..%%2Fruns", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/%%2e%%2e/%%2e%%2e/raw", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/../../raw", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/%%2Fetc%%2Fpasswd", id);
-    expect_status(f->srv.port, target, 404);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/a%%zz", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/a%%00b", id);
-    expect_status(f->srv.port, target, 400);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/", id);
-    expect_status(f->srv.port, target, 404);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/threads", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/nope.txt", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/..%%2F..%%2F..%%2Fruns", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/%%2e%%2e/%%2e%%2e/raw", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/../../raw", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/%%2Fetc%%2Fpasswd", id);
+    expect_statusf(f->srv.port, 400, "/v1/crashes/%s/files/a%%zz", id);
+    expect_statusf(f->srv.port, 400, "/v1/crashes/%s/files/a%%00b", id);
+    expect_statusf(f->srv.port, 404, "/v1/crashes/%s/files/", id);
     expect_status(f->srv.port, "/v1/crashes/0123456789abcdef0123456789abcdef/files/manifest.txt",
                   404);
     expect_status(f->srv.port, "/v1/crashes/..%2f..%2fruns/files/log.txt", 404);
     expect_status(f->srv.port, "/v1/crashes/XYZ/files/manifest.txt", 404);
 
     /* The size cap: a file of exactly NWB__READ_FILE_MAX is answered, one byte more is 413. */
-    memset(e, 0, sizeof(e));
-    e[0].path = "manifest.txt";
-    e[0].data = manifest;
-    e[0].len = sizeof(manifest) - 1;
-    e[1].path = "at_cap.bin";
-    e[1].fill_bytes = FILE_MAX;
-    e[2].path = "over_cap.bin";
-    e[2].fill_bytes = FILE_MAX + 1u;
+    file_entry(&e[0], "manifest.txt", manifest, sizeof(manifest) - 1);
+    file_entry(&e[1], "at_cap.bin", NULL, FILE_MAX);
+    file_entry(&e[2], "over_cap.bin", NULL, FILE_MAX + 1u);
     archive = ta_build("tar.zst", e, 3, &len);
     assert_non_null(archive);
     post_crash(f, archive, len, big, sizeof(big));
@@ -811,8 +813,7 @@ static void test_crash_files_are_answered_by_name(void **state)
     assert_int_equal(get(f->srv.port, target, &r), 200);
     assert_int_equal(r.len, FILE_MAX);
     resp_free(&r);
-    snprintf(target, sizeof(target), "/v1/crashes/%s/files/over_cap.bin", big);
-    expect_status(f->srv.port, target, 413);
+    expect_statusf(f->srv.port, 413, "/v1/crashes/%s/files/over_cap.bin", big);
     /* The package's manifest (GET /v1/crashes/<id>) lists the files. */
     snprintf(target, sizeof(target), "/v1/crashes/%s", big);
     get_json(f->srv.port, target, &r);
@@ -901,8 +902,8 @@ static void test_demo_run_is_live_while_it_runs_and_its_log_reads_back(void **st
     char record[700], id[256], target[512];
     long long deadline = nwb_test_now_ms() + WAIT_MS;
     int live = 0, status = 0;
-    size_t flen = 0, got_len = 0;
-    char *file, *got;
+    size_t flen = 0;
+    char *file;
     struct resp r;
     pid_t pid;
 
@@ -945,19 +946,7 @@ static void test_demo_run_is_live_while_it_runs_and_its_log_reads_back(void **st
     file = read_log(f->out, id, &flen);
     assert_non_null(file);
     assert_true(flen > 0);
-    got = malloc(flen + 1);
-    assert_non_null(got);
-    while (got_len < flen) {
-        snprintf(target, sizeof(target), "/v1/runs/%s/log?offset=%zu&limit=1024", id, got_len);
-        assert_int_equal(get(f->srv.port, target, &r), 200);
-        assert_true(r.len > 0);
-        memcpy(got + got_len, r.body, r.len);
-        got_len += r.len;
-        resp_free(&r);
-    }
-    assert_int_equal(got_len, flen);
-    assert_memory_equal(got, file, flen);
-    free(got);
+    read_back(f->srv.port, id, 1024, file, flen);
     snprintf(target, sizeof(target), "/v1/runs/%s/log?tail=1", id);
     assert_int_equal(get(f->srv.port, target, &r), 200);
     assert_true(r.len > 0 && r.len <= flen);

@@ -273,6 +273,11 @@ static void test_run_id_parse_parts_and_dates(void **state)
     assert_int_equal(parse("p_20240101-240000_r", &n), 0);
     assert_int_equal(parse("p_20240101-000060_r", &n), 0);
     assert_int_equal(parse("p_19691231-235959_r", &n), 0);
+    /* The last time whose ns fit a u64, and the second after it. */
+    assert_int_equal(parse("p_25540721-233433_r", &n), 1);
+    assert_true(n.started_ns == 18446744073ull * 1000000000ull);
+    assert_int_equal(parse("p_25540721-233434_r", &n), 0);
+    assert_int_equal(parse("p_40480920-000000_r", &n), 0);
     assert_int_equal(parse("p_20240101_000000_r", &n), 0);
     /* Missing parts. */
     assert_int_equal(parse("_20240101-000000_r", &n), 0);
@@ -368,6 +373,29 @@ static void test_read_run_dir_resolves_only_run_directories(void **state)
     nwb_test_rmtree(dir);
 }
 
+/* The read answers' budget at its edge: what others hold plus the new share within the cap,
+ * a lone request always, a share changed in place (a reservation shrunk to the answer). */
+static void test_read_budget_at_its_edge(void **state)
+{
+    size_t total = 0, a = 0, b = 0;
+
+    (void)state;
+    assert_int_equal(nwb__read_budget_take(&total, &a, 300, 100), 0); /* alone: granted */
+    assert_int_equal(total, 300);
+    assert_int_equal(nwb__read_budget_take(&total, &b, 1, 100), -1);
+    assert_int_equal(b, 0);
+    assert_int_equal(nwb__read_budget_take(&total, &a, 60, 100), 0); /* shrunk in place */
+    assert_int_equal(total, 60);
+    assert_int_equal(nwb__read_budget_take(&total, &b, 41, 100), -1);
+    assert_int_equal(nwb__read_budget_take(&total, &b, 40, 100), 0); /* exactly the cap */
+    assert_int_equal(total, 100);
+    assert_int_equal(nwb__read_budget_take(&total, &b, SIZE_MAX, 100), -1);
+    total -= b; /* released */
+    b = 0;
+    assert_int_equal(total, 60);
+    assert_int_equal(nwb__read_budget_take(&total, &b, 40, 100), 0);
+}
+
 static void test_json_time_is_rfc3339_utc_with_ms(void **state)
 {
     nwb_buf_t b = NWB_BUF_INIT(256);
@@ -405,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_run_id_parse_parts_and_dates),
         cmocka_unit_test(test_file_path_valid),
         cmocka_unit_test(test_read_run_dir_resolves_only_run_directories),
+        cmocka_unit_test(test_read_budget_at_its_edge),
         cmocka_unit_test(test_json_time_is_rfc3339_utc_with_ms),
     };
 

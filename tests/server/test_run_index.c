@@ -413,6 +413,17 @@ static void test_live_ends_run_live_s_after_the_last_batch(void **state)
     assert_true(ended >= 990);
 }
 
+/* Run the loop until runs/@p id counts @p n crashes (WAIT_MS at most). */
+static void wait_crashes(struct fx *f, const char *id, uint64_t n)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+
+    while (find(f, id)->crashes < n && nwb_test_now_ms() < deadline) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        poll(NULL, 0, 1);
+    }
+}
+
 /* Crash notices arrive from another thread; each id counts once, where its last notice says. */
 static void test_crash_notices_count_once_per_id(void **state)
 {
@@ -422,7 +433,6 @@ static void test_crash_notices_count_once_per_id(void **state)
     const struct nwb__crash_settled s1b = {"0123456789abcdef0123456789abcdef", 1, "game", "b1"};
     const struct nwb__crash_settled s2 = {"ffffffffffffffffffffffffffffffff", 0, "game", "a1"};
     const struct nwb__crash_settled s3 = {"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", 1, "game", "later"};
-    const long long deadline = nwb_test_now_ms() + WAIT_MS;
 
     make_run(f, a, "x\n", NULL, 0);
     make_run(f, b, "x\n", NULL, 0);
@@ -431,19 +441,13 @@ static void test_crash_notices_count_once_per_id(void **state)
     nwb__run_index_crash_settled(f->idx, &s1);
     nwb__run_index_crash_settled(f->idx, &s2);
     nwb__run_index_crash_settled(f->idx, &s3);
-    while (find(f, a)->crashes < 2 && nwb_test_now_ms() < deadline) {
-        uv_run(&f->loop, UV_RUN_NOWAIT);
-        poll(NULL, 0, 1);
-    }
+    wait_crashes(f, a, 2);
     assert_int_equal(find(f, a)->crashes, 2);
     assert_int_equal(find(f, b)->crashes, 0);
     assert_true((f->changes & NWB__RUN_CHANGE_CRASH) != 0);
     /* The same id naming another run moves it. */
     nwb__run_index_crash_settled(f->idx, &s1b);
-    while (find(f, b)->crashes < 1 && nwb_test_now_ms() < deadline) {
-        uv_run(&f->loop, UV_RUN_NOWAIT);
-        poll(NULL, 0, 1);
-    }
+    wait_crashes(f, b, 1);
     assert_int_equal(find(f, a)->crashes, 1);
     assert_int_equal(find(f, b)->crashes, 1);
     /* A crash of a run not indexed yet counts once the run appears. */
