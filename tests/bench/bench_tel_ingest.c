@@ -327,6 +327,19 @@ static void usage(FILE *f)
         UPLOADS_MIN, UPLOADS_DEFAULT, SYNTH_HOURS_MAX, REPEAT_MAX);
 }
 
+/* A decimal in [lo, hi] into @p out: 0, or -1. */
+static int parse_count(const char *v, unsigned long lo, unsigned long hi, unsigned *out)
+{
+    char *end;
+    const unsigned long n = strtoul(v, &end, 10);
+
+    if (*v < '0' || *v > '9' || *end != '\0' || n < lo || n > hi) {
+        return -1;
+    }
+    *out = (unsigned)n;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     o->server_exe = NWB_BENCH_SERVER_EXE;
@@ -342,31 +355,22 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->server_exe = v;
             i++;
         } else if (strcmp(a, "--uploads") == 0 && v != NULL) {
-            const unsigned long n = strtoul(v, NULL, 10);
-
-            if (n < UPLOADS_MIN || n > 1000000) {
+            if (parse_count(v, UPLOADS_MIN, 1000000, &o->uploads) != 0) {
                 usage(stderr);
                 return -1;
             }
-            o->uploads = (unsigned)n;
             i++;
         } else if (strcmp(a, "--synth-hours") == 0 && v != NULL) {
-            const unsigned long n = strtoul(v, NULL, 10);
-
-            if (n < 1 || n > SYNTH_HOURS_MAX) {
+            if (parse_count(v, 1, SYNTH_HOURS_MAX, &o->synth_hours) != 0) {
                 usage(stderr);
                 return -1;
             }
-            o->synth_hours = (unsigned)n;
             i++;
         } else if (strcmp(a, "--repeat") == 0 && v != NULL) {
-            const unsigned long n = strtoul(v, NULL, 10);
-
-            if (n < 1 || n > REPEAT_MAX) {
+            if (parse_count(v, 1, REPEAT_MAX, &o->repeat) != 0) {
                 usage(stderr);
                 return -1;
             }
-            o->repeat = (unsigned)n;
             i++;
         } else if (strcmp(a, "--keep") == 0) {
             o->keep = 1;
