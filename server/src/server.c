@@ -37,6 +37,7 @@ static void close_handle(struct nwb_server *srv, uv_handle_t *h)
 
 static void srv_free(struct nwb_server *srv)
 {
+    nwb__tel_cache_destroy(srv->tel_cache);
     nwb_free(srv->read_buf);
     nwb_free(srv->out_dir);
     nwb_free(srv->bind_addr);
@@ -406,6 +407,14 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     if (err == 0) {
         srv->read_buf = nwb_malloc(NWB__READ_BUF_SIZE);
         err = srv->read_buf == NULL ? -ENOMEM : 0;
+    }
+    if (err == 0) {
+        const struct nwb__tel_ingest_limits tel = NWB__TEL_INGEST_LIMITS_INIT;
+
+        srv->tel_limits = tel;
+        srv->tel_limits.run_stream_max = cfg->telemetry_run_max_bytes;
+        err = nwb__tel_cache_create(cfg->telemetry_cache_runs, cfg->telemetry_cache_bytes,
+                                    &srv->tel_metrics, &srv->tel_cache);
     }
     if (err) {
         snprintf(errbuf, errlen, "out of memory");

@@ -310,12 +310,16 @@ size_t nwb__crash_body_limit(const struct nwb_server *srv);
 void nwb__crash_post_handle(struct nwb__conn *c);
 void nwb__crash_get_handle(struct nwb__conn *c);
 
-/* ---- telemetry_endpoint.c: POST /v1/telemetry ---- */
+/* ---- telemetry_endpoint.c: POST /v1/telemetry; tel_frames_endpoint.c: GET .../frames ---- */
 
 size_t nwb__tel_body_limit(const struct nwb_server *srv);
 int nwb__tel_on_head(struct nwb__conn *c);
 void nwb__tel_handle(struct nwb__conn *c);
 void nwb__tel_job_done(struct nwb__conn *c);
+
+/* GET /v1/runs/<id>/frames and GET /v1/runs/<id>/frames/<frame> (docs/protocol.md). */
+void nwb__tel_frames_handle(struct nwb__conn *c);
+void nwb__tel_frame_handle(struct nwb__conn *c);
 
 /* ---- offload.c: a connection's blocking work on the libuv thread pool ---- */
 
@@ -337,6 +341,28 @@ struct nwb__work {
  * libuv error (nothing was started; answer the request yourself).
  */
 int nwb__offload(struct nwb__conn *c, nwb__work_run_fn run, nwb__work_done_fn done);
+
+/* ---- telemetry lanes (telemetry_endpoint.c): one run's requests in order, one at a time ---- */
+
+struct nwb__tel_lane;
+
+/* A connection's place in a lane. */
+struct nwb__tel_task {
+    struct nwb__tel_lane *lane; /* NULL when not in one */
+    struct nwb__conn *next;     /* the lane's wait queue */
+    nwb__work_run_fn run;
+    nwb__work_done_fn done;
+    int err; /* the work could not start (done runs without run): a libuv error */
+};
+
+/*
+ * Run @p run for @p c on the thread pool once every earlier request of the lane @p key (a run
+ * directory's name, @p key_len bytes) is done, then @p done on the loop (with c->tel.err set
+ * when the work could not start). Requests of different lanes run at once. The connection is
+ * held meanwhile. Returns 0, or NWB_ETOOBIG / -ENOMEM (nothing queued: answer yourself).
+ */
+int nwb__tel_lane_submit(struct nwb__conn *c, const char *key, size_t key_len, nwb__work_run_fn run,
+                         nwb__work_done_fn done);
 
 /* ---- the connection (http_conn.c) ---- */
 
@@ -391,8 +417,8 @@ struct nwb__conn {
         last_body_len; /* the previous request's body: a big one makes the next head read small */
     struct nwb__log_job job;
     struct nwb__work work;
-    struct nwb__conn *tel_next; /* srv->tel_head: waiting for the telemetry ingest */
-    size_t read_reserved;       /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
+    struct nwb__tel_task tel; /* a telemetry request's lane */
+    size_t read_reserved;     /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
     struct nwb__event_stream *stream; /* NWB__CONN_STREAMING: the events' side (events.c) */
 };
 
@@ -794,10 +820,11 @@ struct nwb_server {
     int failed;        /* create failed: the last handle closed frees the server */
     /* GET /v1/events: the event bus (events_int.h); counts as one of handles_open */
     struct nwb__events *events;
-    /* telemetry ingest: one at a time, the rest wait in order */
+    /* telemetry: the live runs' report states, and a lane per run with requests out */
     struct nwb__tel_ingest_metrics tel_metrics;
-    int tel_busy;
-    struct nwb__conn *tel_head, *tel_tail;
+    struct nwb__tel_ingest_limits tel_limits;
+    struct nwb__tel_cache *tel_cache;
+    struct nwb__tel_lane *tel_lanes;
     /* lifecycle */
     int stopping;
     int worker_stopped;

@@ -20,8 +20,17 @@
 
 #define LINE_MAX_BYTES 512
 
+static int parse_line(const char *line, nwb_tel_ingest_summary_t *s);
+
 int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t seq, int status,
                               uint64_t offset, uint64_t bytes, const char *reason)
+{
+    return nwb_tel_ingest_log_record(path, NULL, outcome, seq, status, offset, bytes, reason);
+}
+
+int nwb_tel_ingest_log_record(const char *path, nwb_tel_ingest_summary_t *s, const char *outcome,
+                              uint64_t seq, int status, uint64_t offset, uint64_t bytes,
+                              const char *reason)
 {
     char line[LINE_MAX_BYTES];
     char clean[NWB_TEL_REASON_MAX];
@@ -53,6 +62,13 @@ int nwb_tel_ingest_log_append(const char *path, const char *outcome, uint64_t se
     err = nwb_write_all(fd, line, (size_t)len);
     if (close(fd) != 0 && err == 0) {
         err = -errno;
+    }
+    if (err == 0 && s != NULL) {
+        /* The very line written, counted as nwb_tel_ingest_log_load() would count it. */
+        s->present = 1;
+        if (!parse_line(line, s)) {
+            s->bad_lines++;
+        }
     }
     return err;
 }

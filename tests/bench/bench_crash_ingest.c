@@ -8,10 +8,7 @@
  * usage: bench_crash_ingest [--server-exe P] [--small N] [--large N]
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,28 +88,10 @@ static int make_package(const char *work, const char *tag, int i, size_t bytes, 
     return 0;
 }
 
-static int connect_port(int port)
-{
-    struct sockaddr_in sa;
-    const int one = 1;
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* One request on a fresh connection; the response body goes to @p resp. Returns the status. */
 static int request(int port, const char *head, const void *body, size_t len, char *resp, size_t cap)
 {
-    const int fd = connect_port(port);
+    const int fd = nwb_bench_connect(port, 30000);
     size_t used = 0;
     int status = -1;
 

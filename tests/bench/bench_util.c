@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_util.c - timer calibration, percentiles, temp dirs, line counts, server processes. */
+/* bench_util.c - timer calibration, percentiles, temp dirs, line counts, server processes,
+ * loopback connections. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -21,6 +22,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include "nwb/alloc.h"
 

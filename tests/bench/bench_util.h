@@ -2,8 +2,9 @@
 /*
  * bench_util.h - shared helpers for the benchmarks under tests/bench: a
  * calibrated cycle timer, percentiles, temporary directories, counting log
- * lines on disk, and starting/stopping a server process that prints
- * "listening on http://HOST:PORT". Usable from C and C++.
+ * lines on disk, starting/stopping a server process that prints
+ * "listening on http://HOST:PORT", and loopback connections to it. Usable
+ * from C and C++.
  */
 #ifndef NWB_BENCH_UTIL_H
 #define NWB_BENCH_UTIL_H

@@ -1,6 +1,6 @@
 # tests/bench/extra.cmake - benchmarks of the later modules: token decoding (.namesym),
 # the log worker's render cost with and without names, crash ingest beside bsdtar, and
-# telemetry decode/record costs.
+# telemetry decode/record costs, and telemetry ingest as a run grows.
 add_executable(bench_namesym bench_namesym.c)
 target_link_libraries(bench_namesym PRIVATE nwb::common)
 nwb_target_warnings(bench_namesym)
@@ -24,4 +24,14 @@ if(TARGET nwb_telemetry)
   add_executable(bench_telemetry bench_telemetry.c)
   target_link_libraries(bench_telemetry PRIVATE nwb_bench_util nwb::telemetry)
   nwb_target_warnings(bench_telemetry)
+endif()
+
+# Telemetry ingest as a run grows: a real nwb-logserver, the same segment uploaded N times.
+if(TARGET nwb_telemetry)
+  add_executable(bench_tel_ingest bench_tel_ingest.c)
+  target_link_libraries(bench_tel_ingest PRIVATE nwb_bench_util nwb::telemetry PkgConfig::ZSTD)
+  target_compile_definitions(bench_tel_ingest PRIVATE
+    NWB_BENCH_SERVER_EXE="$<TARGET_FILE:nwb-logserver>")
+  add_dependencies(bench_tel_ingest nwb-logserver)
+  nwb_target_warnings(bench_tel_ingest)
 endif()

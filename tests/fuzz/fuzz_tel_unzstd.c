@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_tel_unzstd.c - fuzz target for the server's POST /v1/telemetry zstd body decoder
- * (nwb__tel_unzstd() in server/src/telemetry_ingest.c) under caps taken from the input: the
+ * fuzz_tel_unzstd.c - fuzz target for the POST /v1/telemetry zstd body decoder
+ * (nwb_tel_unzstd() in telemetry/src/tel_stream_file.c) under caps taken from the input: the
  * output buffer never exceeds cap + 1 bytes, success returns at most cap bytes equal to zstd's
  * one-shot decoding, and every failure has a documented code and a reason (abort() otherwise).
  */
@@ -16,7 +16,7 @@
 #include "nwb/alloc.h"
 #include "nwb/error.h"
 
-#include "telemetry_int.h"
+#include "nwb/telemetry_report.h"
 
 /*
  * Input layout: byte 0 picks the window log cap (10 + b % 20, i.e. 10..29; 0xff gives 0 and
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cap = caps[data[1] & 7u] + (data[1] >> 3);
 
     live_bytes = peak_bytes = 0;
-    rc = nwb__tel_unzstd(body, body_len, cap, wlog, &out, &out_len, &why);
+    rc = nwb_tel_unzstd(body, body_len, cap, wlog, &out, &out_len, &why);
     /* The only nwb allocation is the output buffer: never past cap + 1 bytes. */
     FUZZ_CHECK(peak_bytes <= cap + 1u);
     if (rc != 0) {

@@ -2,7 +2,8 @@
 /*
  * test_options.c - unit tests of the nwb-logserver command line (options.c) and its one table
  * (NWB_SERVER_OPTIONS): the defaults, --help and docs/operations.md's flag table all say what
- * the table says. The crash caps' defaults are checked against the crash ingest's (crash_int.h).
+ * the table says. The crash caps' defaults are checked against the crash ingest's (crash_int.h),
+ * the telemetry stream limit's against the ingest's (telemetry_int.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +86,12 @@ static void test_crash_cap_defaults_are_the_ingest_defaults(void **state)
     assert_int_equal(cfg.crash_retain_packages, caps.retain_packages);
     assert_int_equal(cfg.crash_retain_raw, caps.retain_raw);
     assert_int_equal(cfg.crash_retain_invalid, caps.retain_invalid);
+    {
+        /* --telemetry-run-max-bytes' default is the ingest's own (telemetry_int.h). */
+        const struct nwb__tel_ingest_limits tel = NWB__TEL_INGEST_LIMITS_INIT;
+
+        assert_int_equal(cfg.telemetry_run_max_bytes, tel.run_stream_max);
+    }
 }
 
 static void test_crash_caps_are_applied_within_their_ranges(void **state)

@@ -33,6 +33,7 @@
 struct server_side {
     char dir[64];
     struct nwb__tel_ingest_metrics m;
+    struct nwb__tel_cache *cache;
     int statuses[16];
     unsigned n;
     uint8_t *last_body;
@@ -56,7 +57,7 @@ static int deliver_to_ingest(void *ctx, const uint8_t *body, size_t len, const c
     req.has_seq = 1;
     req.seq = seq;
     req.run_dir = s->dir;
-    nwb__tel_ingest(&req, NULL, &s->m, &res);
+    nwb__tel_ingest(s->cache, &req, NULL, &s->m, &res);
     if (s->n < 16) {
         s->statuses[s->n++] = res.http_status;
     }
@@ -111,6 +112,7 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
     snprintf(srv.dir, sizeof(srv.dir), "/tmp/nwb_tel_pipe_XXXXXX");
     assert_non_null(mkdtemp(srv.dir));
     nwb__tel_ingest_metrics_init(&srv.m);
+    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv.m, &srv.cache), 0);
     uc.deliver = deliver_to_ingest;
     uc.ctx = &srv;
     assert_int_equal(nwb_tel_uploader_create(&uc, &up), 0);
@@ -230,6 +232,7 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
 
     nwb_tel_recorder_destroy(rec);
     nwb_tel_uploader_destroy(up);
+    nwb__tel_cache_destroy(srv.cache);
     free(srv.last_body);
     {
         DIR *d = opendir(srv.dir);

@@ -48,6 +48,9 @@ typedef struct nwb_server_config {
     size_t crash_max_total_bytes;   /* written for one package */
     unsigned crash_max_ratio;       /* written / archive bytes, once past 1 MiB written */
     unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
+    size_t telemetry_run_max_bytes; /* one run's stored telemetry stream; past it: not stored */
+    unsigned telemetry_cache_runs;  /* runs whose report state stays in memory */
+    size_t telemetry_cache_bytes;   /* the memory of those states */
     size_t max_header_bytes;        /* request line + header lines; beyond: 431 */
     unsigned max_headers;           /* header fields per request; beyond: 431 */
     size_t max_body_bytes;          /* beyond: 413 */
@@ -109,6 +112,14 @@ typedef struct nwb_server_config {
       "extracted / archive bytes, checked once 1 MiB is extracted")                                \
     X("--crash-max-queue", crash_max_queue, UINT, 256u, 1, 65536, "N",                             \
       "archives stored, not yet extracted; beyond: 503")                                           \
+    X("--telemetry-run-max-bytes", telemetry_run_max_bytes, SIZE, (size_t)1u << 30, 1, 1ull << 42, \
+      "N",                                                                                         \
+      "stored telemetry of one run (telemetry.nwbs.zst), bytes; past it the report keeps "         \
+      "updating and the uploads are no longer stored")                                             \
+    X("--telemetry-cache-runs", telemetry_cache_runs, UINT, 64u, 1, 65536, "N",                    \
+      "runs whose telemetry report state is kept in memory between uploads")                       \
+    X("--telemetry-cache-bytes", telemetry_cache_bytes, SIZE, (size_t)512u << 20, 1, 1ull << 40,   \
+      "N", "memory for those report states, bytes; the run in use always stays")                   \
     X("--max-header-bytes", max_header_bytes, SIZE, (size_t)16u << 10, 256, 1048576, "N",          \
       "request line + headers, bytes; beyond: 431")                                                \
     X("--max-headers", max_headers, UINT, 64u, 1, 1024, "N",                                       \

@@ -81,6 +81,15 @@ NWB_API int nwb_tel_ingest_log_append(const char *path, const char *outcome, uin
                                       const char *reason);
 
 /**
+ * nwb_tel_ingest_log_append(), and when the line was written, that same line counted in @p s
+ * (borrowed; NULL: not counted) as nwb_tel_ingest_log_load() would count it: a summary kept in
+ * memory beside the log stays equal to a load of the file.
+ */
+NWB_API int nwb_tel_ingest_log_record(const char *path, nwb_tel_ingest_summary_t *s,
+                                      const char *outcome, uint64_t seq, int status,
+                                      uint64_t offset, uint64_t bytes, const char *reason);
+
+/**
  * Read the log at @p path into @p out (streamed line by line, bounded memory). A missing file
  * gives present = 0 and returns 0; one that is not a regular file NWB_ENOTREG (never waited
  * on); other read errors return a negated errno.
