@@ -97,8 +97,8 @@ static int event_commit(nwb_buf_t *b, unsigned kind, unsigned version, const uin
     return 0;
 }
 
-int nwb_tel_encode_text(nwb_buf_t *b, uint64_t ts, uint64_t frame, unsigned level,
-                        uint32_t thread, const char *msg, size_t len)
+int nwb_tel_encode_text(nwb_buf_t *b, uint64_t ts, uint64_t frame, unsigned level, uint32_t thread,
+                        const char *msg, size_t len)
 {
     uint8_t *p;
     int err;
@@ -236,8 +236,8 @@ void nwb__tel_cpu_scopes_store(uint8_t *q, const nwb_tel_cpu_scope_t *s, uint32_
 
 /* Write a perf event; @p check 0 skips the decoder pass (the recorder's own, pre-checked
  * input only). */
-static int encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
-                       const nwb_tel_perf_frame_t *pf, int check)
+static int encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_perf_frame_t *pf,
+                       int check)
 {
     size_t size;
     uint8_t *p;
@@ -282,8 +282,7 @@ static int encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
     return event_commit(b, NWB_TEL_KIND_PERF_FRAME, 1, p, size);
 }
 
-int nwb_tel_encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
-                        const nwb_tel_perf_frame_t *pf)
+int nwb_tel_encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_perf_frame_t *pf)
 {
     return encode_perf(b, ts, frame, pf, 1);
 }
@@ -365,8 +364,8 @@ int nwb_tel_encode_memory(nwb_buf_t *b, uint64_t ts, uint64_t frame,
     return event_commit(b, NWB_TEL_KIND_MEMORY_FRAME, NWB_TEL_MEM_VERSION, p, size);
 }
 
-int nwb_tel_encode_raw(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t ts,
-                       uint64_t frame, const void *payload, size_t len)
+int nwb_tel_encode_raw(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t ts, uint64_t frame,
+                       const void *payload, size_t len)
 {
     uint8_t *p;
     int err;

@@ -19,8 +19,7 @@
 #include "tel_test_util.h"
 
 /* Decode the single event at @p off in @p b. */
-static int decode_at(const nwb_buf_t *b, size_t off, nwb_tel_event_t *ev, size_t *used,
-                     size_t *bad)
+static int decode_at(const nwb_buf_t *b, size_t off, nwb_tel_event_t *ev, size_t *used, size_t *bad)
 {
     return nwb_tel_event_decode(b->data + off, b->len - off, ev, used, bad, NULL);
 }

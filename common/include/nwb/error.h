@@ -27,7 +27,7 @@
     XX(DUPLICATE, -20012, "duplicate entry")                                                       \
     XX(UNSORTED, -20013, "entries are not sorted")                                                 \
     XX(TIMEOUT, -20014, "operation timed out")                                                     \
-    XX(HTTP, -20015, "unexpected HTTP response")                                               \
+    XX(HTTP, -20015, "unexpected HTTP response")                                                   \
     XX(NOTREG, -20016, "not a regular file")
 
 typedef enum {
