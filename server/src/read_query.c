@@ -371,10 +371,13 @@ void nwb__json_time(nwb_json_t *j, uint64_t ns)
 {
     const time_t secs = (time_t)(ns / 1000000000u);
     struct tm tm;
-    char day[48], text[64];
+    char text[64];
 
+    /* No strftime(): it re-reads the time zone (tzset) with allocations that race, as TSan
+     * sees it, with libarchive's localtime calls on the crash worker; UTC needs no zone. */
     gmtime_r(&secs, &tm);
-    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(text, sizeof(text), "%s.%03uZ", day, (unsigned)(ns / 1000000u % 1000u));
+    snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (unsigned)(ns / 1000000u % 1000u));
     nwb_json_cstr(j, text);
 }
