@@ -373,8 +373,7 @@ void nwb__json_time(nwb_json_t *j, uint64_t ns)
     struct tm tm;
     char text[64];
 
-    /* No strftime(): it re-reads the time zone (tzset) with allocations that race, as TSan
-     * sees it, with libarchive's localtime calls on the crash worker; UTC needs no zone. */
+    /* UTC needs no time zone: no strftime(), which re-reads it (tzset) on every call. */
     gmtime_r(&secs, &tm);
     snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,

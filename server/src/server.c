@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 
 #include "nwb/alloc.h"
@@ -382,6 +383,10 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     int err;
 
     *out = NULL;
+    /* Read the time zone once, before any thread starts: later gmtime_r / strftime calls and
+     * libarchive's localtime calls on the crash worker then find it set and never re-read it
+     * (glibc allocates on the first read, which TSan reports as a race between threads). */
+    tzset();
     err = nwb__server_config_check(cfg, errbuf, errlen);
     if (err) {
         return err;
