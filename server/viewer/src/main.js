@@ -1,7 +1,8 @@
 // main.js - the viewer's entry (index.html loads it): wires the token prompt into the API
 // client, shows the server's status in the header, and renders the view of each URL. A view
 // is render(container, route, signal): it draws into container and stops its fetches and
-// streams when signal aborts (the next URL).
+// streams when signal aborts (the next URL). A view sets container.dataset.ready = 'true' once
+// its first data is drawn (tests and tests/bench wait on [data-ready]); render() clears it.
 
 import { ApiError, getJson, setTokenAsker } from './api.js';
 import { el, errorBox, replace } from './dom.js';
@@ -79,6 +80,7 @@ function render(route) {
         }
     });
     container.dataset.view = route.view;
+    delete container.dataset.ready;
     Promise.resolve()
         .then(() => VIEWS[route.view](container, route, signal))
         .catch((err) => {
