@@ -34,6 +34,7 @@ int nwb_tel_ingest_log_record(const char *path, nwb_tel_ingest_summary_t *s, con
 {
     char line[LINE_MAX_BYTES];
     char clean[NWB_TEL_REASON_MAX];
+    struct stat st;
     size_t n = 0;
     int len;
     int fd;
@@ -55,11 +56,18 @@ int nwb_tel_ingest_log_record(const char *path, nwb_tel_ingest_summary_t *s, con
     if (len < 0 || (size_t)len >= sizeof(line)) {
         return NWB_ETOOBIG;
     }
-    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* As the reader: a FIFO or a symlink in its place must neither hang nor redirect the write. */
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0644);
     if (fd < 0) {
         return -errno;
     }
-    err = nwb_write_all(fd, line, (size_t)len);
+    if (fstat(fd, &st) != 0) {
+        err = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        err = NWB_ENOTREG;
+    } else {
+        err = nwb_write_all(fd, line, (size_t)len);
+    }
     if (close(fd) != 0 && err == 0) {
         err = -errno;
     }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
@@ -351,6 +352,29 @@ static void test_report_diagnostics_bounded_with_count_of_rest(void **state)
     nwb_buf_cleanup(&b);
 }
 
+/* A FIFO or a symlink where the ingest log belongs: refused at once, nothing written through. */
+static void test_ingest_log_append_refuses_fifo_and_symlink(void **state)
+{
+    char dir[] = "/tmp/nwb_tel_ingest_log_XXXXXX";
+    char path[256];
+    char target[256];
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/%s", dir, NWB_TEL_INGEST_LOG_NAME);
+    snprintf(target, sizeof(target), "%s/elsewhere", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    /* Without O_NONBLOCK this open would wait for a reader forever. */
+    assert_int_not_equal(nwb_tel_ingest_log_append(path, "accepted", 1, 0, 0, 100, NULL), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(nwb_tel_ingest_log_append(path, "accepted", 1, 0, 0, 100, NULL), -ELOOP);
+    assert_int_not_equal(lstat(target, &st), 0); /* nothing created through the link */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_report_uploads_section_from_ingest_log(void **state)
 {
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
@@ -539,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_report_heap_backing_reported_beside_arenas),
         cmocka_unit_test(test_report_diagnostics_bounded_with_count_of_rest),
         cmocka_unit_test(test_report_uploads_section_from_ingest_log),
+        cmocka_unit_test(test_ingest_log_append_refuses_fifo_and_symlink),
         cmocka_unit_test(test_report_names_decoded_through_namesym),
         cmocka_unit_test(test_report_json_cap_refuses_and_leaves_output),
         cmocka_unit_test(test_report_allocation_failures_unwind_cleanly),
