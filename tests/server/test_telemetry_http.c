@@ -1100,6 +1100,82 @@ static void test_telemetry_http_frame_lookup_tries_eight_uploads(void **state)
     }
 }
 
+/* NWB__TEL_FRAMES_ANSWER_MAX (server/src/telemetry_int.h): docs/protocol.md's 32 MiB. */
+#define FRAMES_ANSWER_MAX (32u * 1024u * 1024u)
+
+/* The largest frame the format allows: 65,536 CPU scopes (NWB_TEL_CPU_SCOPES_MAX), 4,096 GPU
+ * scopes, 300 log lines of 4,096 control bytes (each escaped to six) of which 256 are answered.
+ * Its answer is strict JSON and well under the 32 MiB cap, so a
+ * valid frame never meets the 503; the widest window (4,096 points) of /frames is too. */
+static void test_telemetry_http_largest_frame_fits_the_answer_cap(void **state)
+{
+    struct fx *f = *state;
+    const struct timeval patient = {600, 0};
+    const size_t cap = FRAMES_ANSWER_MAX + 1024u;
+    nwb_tel_cpu_scope_t *cpu = calloc(NWB_TEL_CPU_SCOPES_MAX, sizeof(*cpu));
+    nwb_tel_gpu_scope_t *gpu = calloc(NWB_TEL_GPU_SCOPES_MAX, sizeof(*gpu));
+    char *answer = malloc(cap);
+    char msg[NWB_TEL_TEXT_MAX];
+    char resp[1024], dir[1024], head[2048];
+    nwb_tel_perf_frame_t pf;
+    nwb_buf_t seg;
+    size_t bad = 0;
+    long len;
+    int status = 0;
+    int fd;
+
+    assert_non_null(cpu);
+    assert_non_null(gpu);
+    assert_non_null(answer);
+    for (uint32_t i = 0; i < NWB_TEL_CPU_SCOPES_MAX; i++) {
+        /* Unknown names (answered as tokens), 20-digit times, every depth. */
+        cpu[i] = (nwb_tel_cpu_scope_t){0xfedcba9876543210ull + i, UINT64_MAX / 2 + i,
+                                       UINT64_MAX / 2 + i + 1000, i % 64, (uint16_t)(i % 256)};
+    }
+    for (uint32_t i = 0; i < NWB_TEL_GPU_SCOPES_MAX; i++) {
+        gpu[i] = (nwb_tel_gpu_scope_t){
+            0xabcdef0123456789ull + i, 7, 7, 1, 1, 1, 0.5, 0.25, 0.75, 0.5, 0.5};
+    }
+    memset(msg, 0x01, sizeof(msg));
+    pf = (nwb_tel_perf_frame_t){UINT64_MAX / 2,        16000000, cpu, gpu, NWB_TEL_CPU_SCOPES_MAX,
+                                NWB_TEL_GPU_SCOPES_MAX};
+    nwb_buf_init(&seg, 64u << 20);
+    tel_put_header(&seg, 1);
+    assert_int_equal(nwb_tel_encode_perf(&seg, 9, 7, &pf), 0);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(nwb_tel_encode_text(&seg, 10, 7, 2, 1, msg, sizeof(msg)), 0);
+    }
+    assert_int_equal(post_json(f->srv.port, "huge", 1, NULL, seg.data, seg.len, resp, sizeof(resp)),
+                     200);
+    nwb_buf_cleanup(&seg);
+    run_dir(f, "huge", dir, sizeof(dir));
+
+    /* Its own connection: building it can take a while under valgrind. */
+    fd = nwb_test_connect(f->srv.port);
+    assert_true(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patient, sizeof(patient));
+    snprintf(head, sizeof(head), "GET /v1/runs/%s/frames/7 HTTP/1.1\r\nHost: test\r\n\r\n",
+             strrchr(dir, '/') + 1);
+    assert_int_equal(nwb_test_send_all(fd, head, strlen(head)), 0);
+    len = nwb_test_read_response(fd, &status, answer, cap);
+    close(fd);
+    assert_int_equal(status, 200);
+    assert_true(len > 8 * 1024 * 1024); /* it is large: the test tests the edge it names */
+    assert_true((size_t)len < FRAMES_ANSWER_MAX);
+    if (nwb_test_json_check(answer, (size_t)len, &bad) != 0) {
+        fail_msg("the largest frame: not strict JSON at byte %zu", bad);
+    }
+    expect_in(answer, "\"cpuScopes\":65536,");
+    expect_in(answer, "\"moreLogs\":44}");
+    print_message("the largest frame answers %ld bytes (cap %u)\n", len, FRAMES_ANSWER_MAX);
+
+    snprintf(head, sizeof(head), "/v1/runs/%s/frames?points=4096", strrchr(dir, '/') + 1);
+    assert_int_equal(get_status(f, head), 200);
+    free(answer);
+    free(gpu);
+    free(cpu);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1114,6 +1190,7 @@ int main(void)
         T(test_telemetry_http_frames_window_keeps_the_worst_frame),
         T(test_telemetry_http_frame_detail_from_the_stored_upload),
         T(test_telemetry_http_frame_lookup_tries_eight_uploads),
+        T(test_telemetry_http_largest_frame_fits_the_answer_cap),
     };
 #undef T
 
