@@ -28,6 +28,7 @@ enum {
     H_AUTH,
     H_TE,
     H_LAST_EVENT_ID,
+    H_IF_NONE_MATCH,
 };
 
 /* The one transfer coding the server implements (RFC 9112 section 6.1: others are 501). */
@@ -134,6 +135,8 @@ static int on_header_field_complete(llhttp_t *p)
         id = H_TE;
     } else if (field_is(r, "last-event-id")) {
         id = H_LAST_EVENT_ID;
+    } else if (field_is(r, "if-none-match")) {
+        id = H_IF_NONE_MATCH;
     }
     r->field_len = 0;
     if (id == H_TE && (r->seen & (1u << H_TE)) != 0) {
@@ -178,6 +181,12 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
             r->last_event_id_long = 1;
         }
         append(r->last_event_id, sizeof(r->last_event_id), &r->last_event_id_len, at, n);
+        break;
+    case H_IF_NONE_MATCH:
+        if (r->if_none_match_len + n > sizeof(r->if_none_match)) {
+            r->if_none_match_long = 1;
+        }
+        append(r->if_none_match, sizeof(r->if_none_match), &r->if_none_match_len, at, n);
         break;
     case H_CTYPE:
         append(r->ctype, sizeof(r->ctype), &r->ctype_len, at, n);
@@ -237,6 +246,10 @@ static int on_header_value_complete(llhttp_t *p)
     case H_LAST_EVENT_ID:
         trim_right(r->last_event_id, &r->last_event_id_len);
         r->has_last_event_id = 1;
+        break;
+    case H_IF_NONE_MATCH:
+        trim_right(r->if_none_match, &r->if_none_match_len);
+        r->has_if_none_match = 1;
         break;
     case H_CTYPE:
         r->has_ctype = 1;
@@ -559,4 +572,52 @@ int nwb__http_req_last_event_id(const struct nwb__http_req *r, int *has_id, uint
     }
     *has_id = 1;
     return 0;
+}
+
+int nwb__http_req_etag_matches(const struct nwb__http_req *r, const char *etag)
+{
+    const size_t elen = strlen(etag);
+    const char *p = r->if_none_match;
+    const char *const end = r->if_none_match + r->if_none_match_len;
+
+    if (!r->has_if_none_match || r->if_none_match_long) {
+        return 0;
+    }
+    /* #entity-tag with optional whitespace around the commas; anything else matches nothing. */
+    for (;;) {
+        const char *tag;
+
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+        if (p == end) {
+            return 0;
+        }
+        if (*p == '*' && (p + 1 == end || p[1] == ' ' || p[1] == '\t' || p[1] == ',')) {
+            return 1;
+        }
+        if (end - p >= 2 && p[0] == 'W' && p[1] == '/') {
+            p += 2;
+        }
+        if (p == end || *p != '"') {
+            return 0;
+        }
+        tag = p++;
+        while (p < end && *p != '"') {
+            p++;
+        }
+        if (p == end) {
+            return 0;
+        }
+        p++;
+        if ((size_t)(p - tag) == elen && memcmp(tag, etag, elen) == 0) {
+            return 1;
+        }
+        while (p < end && (*p == ' ' || *p == '\t')) {
+            p++;
+        }
+        if (p < end && *p != ',') {
+            return 0;
+        }
+    }
 }

@@ -14,6 +14,8 @@ const char *nwb__http_status_text(int status)
         return "Continue";
     case 200:
         return "OK";
+    case 304:
+        return "Not Modified";
     case 400:
         return "Bad Request";
     case 401:
@@ -52,11 +54,18 @@ const char *nwb__http_status_text(int status)
 size_t nwb__http_head_format(char *dst, size_t cap, int status, const char *ctype,
                              size_t content_length, const char *extra, int close)
 {
-    int n = snprintf(dst, cap, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s%s%s%s%s%s\r\n", status,
-                     nwb__http_status_text(status), content_length,
-                     ctype != NULL ? "Content-Type: " : "", ctype != NULL ? ctype : "",
-                     ctype != NULL ? "\r\n" : "", NWB__HTTP_SECURITY_HEADERS,
-                     extra != NULL ? extra : "", close ? "Connection: close\r\n" : "");
+    /* A 304 has no body, and a Content-Length there would have to be the 200's: none. */
+    char length[48] = "";
+    int n;
+
+    if (status != 304) {
+        snprintf(length, sizeof(length), "Content-Length: %zu\r\n", content_length);
+    }
+    n = snprintf(dst, cap, "HTTP/1.1 %d %s\r\n%s%s%s%s%s%s%s\r\n", status,
+                 nwb__http_status_text(status), length, ctype != NULL ? "Content-Type: " : "",
+                 ctype != NULL ? ctype : "", ctype != NULL ? "\r\n" : "",
+                 NWB__HTTP_SECURITY_HEADERS, extra != NULL ? extra : "",
+                 close ? "Connection: close\r\n" : "");
 
     if (n < 0 || (size_t)n >= cap) {
         return 0;

@@ -88,7 +88,8 @@ enum {
 /* Body bytes go to this sink; it returns 0 or an HTTP status to fail the request with. */
 typedef int (*nwb__http_body_fn)(void *ctx, const char *at, size_t len);
 
-#define NWB__HTTP_VALUE_MAX NWB_SAFE_NAME_MAX /* run identity values: more is never used */
+#define NWB__HTTP_VALUE_MAX    NWB_SAFE_NAME_MAX /* run identity values: more is never used */
+#define NWB__IF_NONE_MATCH_MAX 256 /* If-None-Match bytes kept; longer matches nothing */
 /* Authorization value kept ("Bearer " + the longest token + slack); longer: 401 (auth.c). */
 #define NWB__AUTH_VALUE_MAX 320u
 
@@ -134,6 +135,10 @@ struct nwb__http_req {
     size_t last_event_id_len;
     int last_event_id_long;
     int has_last_event_id;
+    char if_none_match[NWB__IF_NONE_MATCH_MAX]; /* If-None-Match (GET / and /assets/) */
+    size_t if_none_match_len;
+    int if_none_match_long; /* longer than the buffer: matches nothing (a 200) */
+    int has_if_none_match;
     int has_program, has_run, has_seq, has_ctype, has_expect, has_cenc;
     size_t auth_len;
     int has_auth, auth_long; /* Authorization present; longer than NWB__AUTH_VALUE_MAX */
@@ -166,6 +171,13 @@ int nwb__http_req_seq(const struct nwb__http_req *r, int *has_seq, uint64_t *seq
 
 /* Last-Event-ID, like X-NWB-Seq: 0 with *has_id 0 or 1 and *id; -1 when not a decimal u64. */
 int nwb__http_req_last_event_id(const struct nwb__http_req *r, int *has_id, uint64_t *id);
+
+/*
+ * 1 when the request's If-None-Match names @p etag (a quoted entity tag) by the weak
+ * comparison of RFC 9110 section 13.1.2: "*", or a comma-separated list holding it with or
+ * without "W/". 0 when absent, too long, malformed or not matching (answer the full 200).
+ */
+int nwb__http_req_etag_matches(const struct nwb__http_req *r, const char *etag);
 
 /* ---- http_response.c ---- */
 

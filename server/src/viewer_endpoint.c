@@ -3,9 +3,10 @@
  * viewer_endpoint.c - GET / and GET /assets/<name>: the web viewer's files from the table
  * embedded at build time (viewer_int.h). Each answer names its Content-Type and carries an
  * ETag with Cache-Control: no-cache (the bytes change only with the binary, so a browser may
- * keep them but asks again on each load); the security headers every answer of the server
- * has come from nwb__http_head_format(). The page is served without the bearer token (the
- * router row says so): it holds no data, and it is what asks for the token.
+ * keep them but asks again on each load, and an If-None-Match naming the ETag is a 304); the
+ * security headers every answer of the server has come from nwb__http_head_format(). The page is
+ * served without the bearer token (the router row says so): it holds no data, and it is what asks
+ * for the token.
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,5 +59,10 @@ void nwb__viewer_handle(struct nwb__conn *c)
         return;
     }
     snprintf(extra, sizeof(extra), "ETag: %s\r\nCache-Control: no-cache\r\n", a->etag);
+    if (nwb__http_req_etag_matches(&c->req, a->etag)) {
+        /* The browser's copy is this one: the head again, no body. */
+        nwb__conn_respond(c, 304, NULL, NULL, 0, 0, extra);
+        return;
+    }
     nwb__conn_respond(c, 200, a->ctype, (const char *)a->data, a->len, 0, extra);
 }

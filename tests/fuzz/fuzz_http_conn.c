@@ -340,8 +340,8 @@ static size_t read_until_close(int fd, char *buf, size_t cap, long long deadline
 
 static int known_status(int s)
 {
-    static const int known[] = {100, 200, 400, 401, 403, 404, 405, 408, 411,
-                                413, 415, 429, 431, 500, 501, 503, 505};
+    static const int known[] = {100, 200, 304, 400, 401, 403, 404, 405, 408, 411,
+                                413, 415, 416, 429, 431, 500, 501, 503, 505};
 
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (known[i] == s) {
@@ -354,11 +354,11 @@ static int known_status(int s)
 /*
  * Parse @p len bytes as a sequence of complete responses: a status line "HTTP/1.1 DDD Reason",
  * header lines "Name: value" (printable, CRLF-ended), an empty line, then exactly Content-Length
- * body bytes (every final response has one; 100 Continue has none). With @p partial (the
- * connection ended with an RST, which may drop bytes in flight) the last response may be cut.
- * With @p may_head (the input holds "HEAD") a response may instead end at its head, as an answer
- * to HEAD does, when what follows is the end or the next status line (the server's own bodies
- * never start with one). A body under Content-Type application/json must be one strict JSON
+ * body bytes (every final response has one but 304, which has neither; 100 Continue has none). With
+ * @p partial (the connection ended with an RST, which may drop bytes in flight) the last response
+ * may be cut. With @p may_head (the input holds "HEAD") a response may instead end at its head, as
+ * an answer to HEAD does, when what follows is the end or the next status line (the server's own
+ * bodies never start with one). A body under Content-Type application/json must be one strict JSON
  * value (nwb_test_json_check). Returns the count of final (non-1xx) responses; *@p last_status
  * gets the last final status.
  */
@@ -440,6 +440,15 @@ static unsigned check_responses(const char *buf, size_t len, int partial, int ma
             if (clen >= 0) {
                 fatal("a 1xx response with a body", NULL);
             }
+            continue;
+        }
+        if (status == 304) {
+            /* If-None-Match on the viewer's files: no body, and no Content-Length for it. */
+            if (clen >= 0) {
+                fatal("a 304 with a Content-Length", NULL);
+            }
+            finals++;
+            *last_status = status;
             continue;
         }
         if (clen < 0) {

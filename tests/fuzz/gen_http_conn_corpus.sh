@@ -104,6 +104,10 @@ printf 'GET /v1/health HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /v1/health 
 printf 'GET /v1/health HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n' |
     seed connection_close_then_more $S
 
+# The viewer's page revalidated: a 304 (no body, no Content-Length) between two answers.
+printf 'GET / HTTP/1.1\r\nIf-None-Match: *\r\n\r\nGET /assets/main.js HTTP/1.1\r\nIf-None-Match: W/"x", "y\r\n\r\nGET /v1/health HTTP/1.1\r\n\r\n' |
+    seed viewer_if_none_match $S
+
 # Malformed and refused requests.
 printf 'GET /v1/health HTTP/1.1\nHost: fuzz\n\n' | seed bad_bare_lf $S
 printf 'POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' |

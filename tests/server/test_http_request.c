@@ -456,6 +456,59 @@ static void test_http10_without_keep_alive_closes(void **state)
     assert_true(r.keep_alive);
 }
 
+/* @p value as If-None-Match of a GET: does it name the entity tag "\"abc\""? */
+static int inm_matches(const char *value)
+{
+    char req[1024];
+    struct nwb__http_req r;
+    struct run res;
+    const size_t n =
+        (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nIf-None-Match: %s\r\n\r\n", value);
+
+    nwb__http_req_init(&r, &limits, NULL, NULL);
+    res = feed(&r, req, n, 7);
+    assert_int_equal(res.error, 0);
+    assert_int_equal(res.dones, 1);
+    return nwb__http_req_etag_matches(&r, "\"abc\"");
+}
+
+static void test_if_none_match_weak_comparison_and_bounds(void **state)
+{
+    static const char *const yes[] = {
+        "\"abc\"", "*", "W/\"abc\"", "\"x\", \"abc\"", "\"x\",W/\"abc\" ,\"y\"", "  \"abc\"  "};
+    static const char *const no[] = {"\"abd\"", "abc", "\"abc",     "W/abc",    "\"x\" \"abc\"",
+                                     "",        "**",  "\"ab\"c\"", "w/\"abc\""};
+    char big[NWB__IF_NONE_MATCH_MAX + 16];
+    struct nwb__http_req r;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (!inm_matches(yes[i])) {
+            fail_msg("If-None-Match: %s should name \"abc\"", yes[i]);
+        }
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        if (inm_matches(no[i])) {
+            fail_msg("If-None-Match: %s should not name \"abc\"", no[i]);
+        }
+    }
+    /* At the bound the tag is found; one byte more and the header matches nothing. */
+    for (int extra = 0; extra <= 1; extra++) {
+        const size_t len = NWB__IF_NONE_MATCH_MAX + (size_t)extra;
+
+        memset(big, ' ', len - 5);
+        memcpy(big + len - 5, "\"abc\"", 5);
+        big[len] = '\0';
+        big[0] = '"';
+        big[1] = '"'; /* an empty tag first, then blanks: still one list */
+        big[2] = ',';
+        assert_int_equal(inm_matches(big), extra == 0);
+    }
+    /* Absent: no match. */
+    nwb__http_req_init(&r, &limits, NULL, NULL);
+    assert_int_equal(nwb__http_req_etag_matches(&r, "\"abc\""), 0);
+}
+
 static void test_response_head_formats_and_bounds(void **state)
 {
     char head[512];
@@ -472,6 +525,13 @@ static void test_response_head_formats_and_bounds(void **state)
                               "Allow: GET\r\nConnection: close\r\n\r\n");
     assert_int_equal(nwb__http_head_format(tiny, sizeof(tiny), 200, NULL, 0, NULL, 0), 0);
     assert_string_equal(nwb__http_status_text(431), "Request Header Fields Too Large");
+    /* A 304 carries no Content-Length: it would have to be the 200's. */
+    n = nwb__http_head_format(head, sizeof(head), 304, NULL, 0, "ETag: \"e\"\r\n", 0);
+    assert_int_equal(n, strlen(head));
+    assert_string_equal(head, "HTTP/1.1 304 Not Modified\r\n"
+                              "Content-Security-Policy: default-src 'self'\r\n"
+                              "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                              "ETag: \"e\"\r\n\r\n");
 }
 
 int main(void)
@@ -490,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_long_values_are_bounded),
         cmocka_unit_test(test_content_type_matching_ignores_case_blanks_and_parameters),
         cmocka_unit_test(test_http10_without_keep_alive_closes),
+        cmocka_unit_test(test_if_none_match_weak_comparison_and_bounds),
         cmocka_unit_test(test_response_head_formats_and_bounds),
     };
 

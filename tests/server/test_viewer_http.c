@@ -168,6 +168,22 @@ static void assert_asset(int port, const char *path, const char *ctype, const ch
     /* The same bytes answer the same validator every time. */
     a = get(port, "GET", path, NULL);
     assert_string_equal(header(a, "ETag"), etag);
+    /* Revalidation: the validator is a 304 without a body; another tag is the 200 again. */
+    {
+        char inm[96];
+
+        snprintf(inm, sizeof(inm), "If-None-Match: W/\"other\", %s\r\n", etag);
+        a = get(port, "GET", path, inm);
+        assert_int_equal(a->status, 304);
+        assert_int_equal(a->body_len, 0);
+        assert_null(header(a, "Content-Length"));
+        assert_string_equal(header(a, "ETag"), etag);
+        assert_string_equal(header(a, "Cache-Control"), "no-cache");
+        assert_security_headers(a);
+        a = get(port, "GET", path, "If-None-Match: \"0000000000000000\"\r\n");
+        assert_int_equal(a->status, 200);
+        assert_int_equal((size_t)atol(header(a, "Content-Length")), a->body_len);
+    }
 }
 
 static void test_page_and_assets_are_served_with_their_types(void **state)
