@@ -267,6 +267,7 @@ test('the worst frame shows its scopes in the flame and its log lines; keys move
         ),
         `the hitch line, its name decoded: ${hitchLines}`,
     );
+    await page.$eval('#frame-detail', (n) => n.scrollIntoView());
     await screenshot(page, 'frame-hitch');
     // Keys: Right / Left step, w goes to the worst, Esc back to the chart.
     const at = async (frame) => {
@@ -347,6 +348,11 @@ test('clicking the chart at the worst frame opens it; drag zooms, pan and reset 
     await page.click('#frames-zoom-reset');
     await waitHash(page, framesHash());
     await textWhen(page, '#frames-window', `frames 0–${(ctx.demoFrames - 1).toLocaleString('en-US')}:`);
+    // Reset made a history entry: Back shows the zoomed window again.
+    await page.goBack();
+    await page.waitForFunction(() => /[?&]from=\d+&to=\d+/.test(window.location.hash));
+    await ready(page);
+    await textWhen(page, '#frames-window', /^frames \d+–\d+: \d+ frames/);
     // A shared URL with a window opens at that window.
     await page.goto(`${ctx.server.url}/${framesHash()}?from=100&to=199`);
     await ready(page);
