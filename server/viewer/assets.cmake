@@ -16,6 +16,15 @@ set(NWB_VIEWER_OWN_ASSETS
   views/runs.js
   views/log.js
   views/frames.js
+  views/frames_chart.js
+  views/frames_detail.js
+  views/frames_flame.js
+  views/frames_graph.js
+  views/frames_lists.js
+  views/frames_memory.js
+  views/frames_scopes.js
+  views/frames_table.js
+  views/frames_util.js
   views/crashes.js)
 
 # Third-party files, "<npm package>|<path in the package>|<served name>": copied from
