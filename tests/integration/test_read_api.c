@@ -686,11 +686,14 @@ static void test_telemetry_answers_the_runs_report(void **state)
 
 /* ---- GET /v1/crashes/<id>/files/<name> ---------------------------------------------------- */
 
-/* POST @p archive; wait until the crash is extracted; its id into @p id. */
-static void post_crash(struct fx *f, const void *archive, size_t len, char *id, size_t cap)
+/* POST @p archive; wait until the crash is @p status ("extracted" or "invalid", never the
+ * other); its id into @p id. */
+static void post_crash_until(struct fx *f, const void *archive, size_t len, const char *status,
+                             char *id, size_t cap)
 {
     const long long deadline = nwb_test_now_ms() + WAIT_MS;
-    char target[256];
+    const char *other = strcmp(status, "invalid") == 0 ? "extracted" : "invalid";
+    char target[256], want[64], unwanted[64];
     struct resp r;
     const char *p;
 
@@ -700,17 +703,25 @@ static void post_crash(struct fx *f, const void *archive, size_t len, char *id, 
     snprintf(id, cap, "%.32s", p + 6);
     resp_free(&r);
     snprintf(target, sizeof(target), "/v1/crashes/%s", id);
+    snprintf(want, sizeof(want), "\"status\":\"%s\"", status);
+    snprintf(unwanted, sizeof(unwanted), "\"status\":\"%s\"", other);
     for (;;) {
         get_json(f->srv.port, target, &r);
-        if (strstr(r.body, "\"status\":\"extracted\"") != NULL) {
+        if (strstr(r.body, want) != NULL) {
             resp_free(&r);
             return;
         }
-        assert_null(strstr(r.body, "\"status\":\"invalid\""));
+        assert_null(strstr(r.body, unwanted));
         resp_free(&r);
         assert_true(nwb_test_now_ms() < deadline);
         poll(NULL, 0, 20);
     }
+}
+
+/* POST @p archive; wait until the crash is extracted; its id into @p id. */
+static void post_crash(struct fx *f, const void *archive, size_t len, char *id, size_t cap)
+{
+    post_crash_until(f, archive, len, "extracted", id, cap);
 }
 
 /* An archive entry: a file of @p len bytes of @p data (NULL: @p len bytes of zeros). */
@@ -849,13 +860,11 @@ static void test_crash_archive_is_answered_as_uploaded(void **state)
     static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\nprogram=crashy\n"
                                    "run=cr2\nsignal=SIGSEGV\n";
     static const char junk[] = "not an archive at all";
-    const long long deadline = nwb_test_now_ms() + WAIT_MS;
     struct ta_entry e[2];
     char id[64], bad[64], target[256];
     void *archive;
     size_t len;
     struct resp r;
-    const char *p;
 
     start(f, NULL);
     file_entry(&e[0], "manifest.txt", manifest, sizeof(manifest) - 1);
@@ -867,22 +876,7 @@ static void test_crash_archive_is_answered_as_uploaded(void **state)
     free(archive);
 
     /* A refused upload: its bytes from invalid/, as they came. */
-    assert_int_equal(http(f->srv.port, "POST", "/v1/crash", NULL, junk, sizeof(junk) - 1, &r), 200);
-    p = strstr(r.body, "\"id\":\"");
-    assert_non_null(p);
-    snprintf(bad, sizeof(bad), "%.32s", p + 6);
-    resp_free(&r);
-    snprintf(target, sizeof(target), "/v1/crashes/%s", bad);
-    for (;;) {
-        get_json(f->srv.port, target, &r);
-        if (strstr(r.body, "\"status\":\"invalid\"") != NULL) {
-            resp_free(&r);
-            break;
-        }
-        resp_free(&r);
-        assert_true(nwb_test_now_ms() < deadline);
-        poll(NULL, 0, 20);
-    }
+    post_crash_until(f, junk, sizeof(junk) - 1, "invalid", bad, sizeof(bad));
     expect_archive(f, bad, junk, sizeof(junk) - 1, "application/octet-stream", "bin");
 
     /* Unknown, malformed, traversals: 404; another method: 405. */

@@ -238,7 +238,10 @@ function runLinks(c, manifest, signal) {
     );
     const crashTime = isoNs(manifest.get('crash_time_ns') || '');
     (async () => {
-        const ids = await runIds({ program: c.program, signal });
+        // A run directory's program is a sanitised name (docs/protocol.md, "Ids"): any other
+        // cannot have a run, and GET /v1/runs?program= would refuse it.
+        const named = /^(?!\.)[A-Za-z0-9_.-]{1,64}$/.test(c.program);
+        const ids = named ? await runIds({ program: c.program, signal }) : new Map();
         const run = ids.get(runKey(c.program, c.run));
         if (signal.aborted) {
             return;
