@@ -597,7 +597,14 @@ async function benchFollow(o, browser, dir) {
         console.log('');
         return { pass, fail };
     } finally {
-        demo.kill('SIGTERM');
+        // The demo first, and waited for: it would spool into dir once the server is gone.
+        if (demo.exitCode === null && demo.signalCode === null) {
+            const gone = new Promise((resolve) => demo.once('exit', resolve));
+            demo.kill('SIGTERM');
+            const t = setTimeout(() => demo.kill('SIGKILL'), 10000);
+            await gone;
+            clearTimeout(t);
+        }
         await server.stop();
     }
 }
