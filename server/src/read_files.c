@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * read_files.c - the read endpoints that answer a stored file: GET /v1/runs/<id>/telemetry
- * (the run's telemetry.json) and GET /v1/crashes/<id>/files/<name> (a file of an extracted
- * crash package). Both open every path component with O_NOFOLLOW under a folder the server
- * made, take regular files only, read them under a cap on the thread pool, and set the
- * content type. docs/protocol.md, "Reading".
+ * (the run's telemetry.json), GET /v1/crashes/<id>/files/<name> (a file of an extracted
+ * crash package) and GET /v1/crashes/<id>/archive (the archive as it was uploaded). All open every
+ * path component with O_NOFOLLOW under a folder the server made, take regular files only, read them
+ * under a cap on the thread pool, and set the content type. docs/protocol.md, "Reading".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@ struct file_read {
     char name[NWB__URL_MAX + 1];  /* the crash file's decoded path */
     size_t name_len;
     const char *ctype;
+    char extra[128]; /* header lines after Content-Type */
     uint8_t *data;
     size_t len;
     int err;
@@ -106,8 +107,7 @@ static void file_done(struct nwb__conn *c, const char *what, const char *missing
     } else if (f->err == 0 && nwb__read_reserve(c, f->len) != 0) {
         /* 503 answered: the answer budget is spent */
     } else if (f->err == 0) {
-        nwb__conn_respond(c, 200, f->ctype, (const char *)f->data, f->len, f->len > 0,
-                          "X-Content-Type-Options: nosniff\r\n");
+        nwb__conn_respond(c, 200, f->ctype, (const char *)f->data, f->len, f->len > 0, f->extra);
         if (f->len > 0) {
             f->data = NULL; /* the connection frees it */
         }
@@ -136,6 +136,7 @@ static struct file_read *file_read_new(struct nwb__conn *c, const char *id, size
         return NULL;
     }
     memcpy(f->id, id, len);
+    snprintf(f->extra, sizeof(f->extra), "X-Content-Type-Options: nosniff\r\n");
     return f;
 }
 
@@ -243,4 +244,75 @@ void nwb__read_crash_file_handle(struct nwb__conn *c)
     f->name_len = (size_t)n;
     f->ctype = content_type(f->name, f->name_len);
     queue_read(c, f, crash_file_run, crash_file_done);
+}
+
+/* ---- GET /v1/crashes/<id>/archive ---- */
+
+/* Where the store keeps an upload (crash_store.c): raw/ while it is kept, invalid/ once it was
+ * refused, named <id>.<ext> with an extension of nwb__crash_sniff_ext(); and its type. */
+static const char *const archive_folders[] = {"raw", "invalid"};
+static const struct {
+    const char *ext;
+    const char *type;
+} archive_types[] = {
+    {"tar.zst", "application/zstd"},     {"tar.gz", "application/gzip"},
+    {"zip", "application/zip"},          {"tar", "application/x-tar"},
+    {"bin", "application/octet-stream"},
+};
+
+static void crash_archive_run(struct nwb__conn *c)
+{
+    struct file_read *f = c->work.ctx;
+    char path[4096];
+    int fd = -ENOENT;
+
+    /* raw/ first: an archive moves from raw/ to invalid/, never back. */
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(archive_folders) && fd == -ENOENT; i++) {
+        for (size_t j = 0; j < NWB_ARRAY_SIZE(archive_types) && fd == -ENOENT; j++) {
+            snprintf(path, sizeof(path), "%s/crashes/%s/%s.%s", c->srv->out_dir, archive_folders[i],
+                     f->id, archive_types[j].ext);
+            fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (fd < 0) {
+                fd = -errno;
+            } else {
+                f->ctype = archive_types[j].type;
+                snprintf(f->extra, sizeof(f->extra),
+                         "Content-Disposition: attachment; filename=\"%.32s.%s\"\r\n", f->id,
+                         archive_types[j].ext);
+            }
+        }
+    }
+    file_read_fd(f, fd, NWB__READ_ARCHIVE_MAX);
+}
+
+static void crash_archive_done(struct nwb__conn *c)
+{
+    file_done(c, "the raw archive", "no such crash, or its raw archive is no longer kept",
+              NWB__READ_ARCHIVE_MAX, 413);
+}
+
+void nwb__read_crash_archive_handle(struct nwb__conn *c)
+{
+    struct nwb__target t;
+    struct file_read *f;
+    const char *id;
+    size_t id_len;
+
+    nwb__target_split(c->req.url, c->req.url_len, &t);
+    if (!nwb__path_segment(t.path, t.path_len, "/v1/crashes/", 0, &id, &id_len) ||
+        id_len != NWB_CRASH_INGEST_ID_LEN) {
+        nwb__conn_respond_error(c, 404, "no such crash, or its raw archive is no longer kept");
+        return;
+    }
+    f = file_read_new(c, id, id_len);
+    if (f == NULL) {
+        return;
+    }
+    if (!nwb__crash_id_valid(f->id)) {
+        nwb_free(f);
+        nwb__conn_respond_error(c, 404, "no such crash, or its raw archive is no longer kept");
+        return;
+    }
+    f->ctype = "application/octet-stream";
+    queue_read(c, f, crash_archive_run, crash_archive_done);
 }

@@ -48,6 +48,9 @@
 #define NWB__READ_TELEMETRY_MAX (64u * 1024u * 1024u)
 /* GET /v1/crashes/<id>/files/<name>: the largest file answered (beyond: 413). */
 #define NWB__READ_FILE_MAX (16u * 1024u * 1024u)
+/* GET /v1/crashes/<id>/archive: the largest raw archive answered (beyond: 413); the default
+ * --crash-max-archive-bytes, so every archive a default server took is answered. */
+#define NWB__READ_ARCHIVE_MAX (64u * 1024u * 1024u)
 /* Bytes of read answers being built or written at once (each request reserves its largest
  * answer first, then what it answers, until it is written); beyond: 503 + Retry-After. */
 #define NWB__READ_ANSWERS_MAX (256u * 1024u * 1024u)
@@ -300,11 +303,12 @@ void nwb__run_index_destroy(struct nwb__run_index *idx);
 
 struct nwb__conn;
 
-void nwb__read_runs_handle(struct nwb__conn *c);       /* GET /v1/runs */
-void nwb__read_run_handle(struct nwb__conn *c);        /* GET /v1/runs/<id> */
-void nwb__read_log_handle(struct nwb__conn *c);        /* GET /v1/runs/<id>/log */
-void nwb__read_telemetry_handle(struct nwb__conn *c);  /* GET /v1/runs/<id>/telemetry */
-void nwb__read_crash_file_handle(struct nwb__conn *c); /* GET /v1/crashes/<id>/files/<name> */
+void nwb__read_runs_handle(struct nwb__conn *c);          /* GET /v1/runs */
+void nwb__read_run_handle(struct nwb__conn *c);           /* GET /v1/runs/<id> */
+void nwb__read_log_handle(struct nwb__conn *c);           /* GET /v1/runs/<id>/log */
+void nwb__read_telemetry_handle(struct nwb__conn *c);     /* GET /v1/runs/<id>/telemetry */
+void nwb__read_crash_file_handle(struct nwb__conn *c);    /* GET /v1/crashes/<id>/files/<name> */
+void nwb__read_crash_archive_handle(struct nwb__conn *c); /* GET /v1/crashes/<id>/archive */
 
 /* A run as JSON (@p detail adds "counters" and "listed"): the object GET /v1/runs lists and
  * GET /v1/runs/<id> answers. */

@@ -25,7 +25,11 @@ set(NWB_VIEWER_OWN_ASSETS
   views/frames_scopes.js
   views/frames_table.js
   views/frames_util.js
-  views/crashes.js)
+  views/crashes.js
+  views/crashes_page.js
+  views/crashes_files.js
+  views/crashes_text.js
+  views/crashes_logpos.js)
 
 # Third-party files, "<npm package>|<path in the package>|<served name>": copied from
 # node_modules (installed by npm ci from package-lock.json) into the build at build time,

@@ -4,7 +4,8 @@
 // holding a file named like an <svg onload=...> tag, and a refused upload with the same
 // header. The server makes names safe itself and keeps file names as they are; the page
 // shows exactly what the API says. Then the same views fed answers (page.route) whose every
-// string is hostile, as a later server or a read-API field might send: all literal text.
+// string is hostile, as a later server or a read-API field might send (the crash list's both
+// tabs included): all literal text. Hostile file contents: test_crashes.mjs.
 // Nothing runs, no element comes of them, nothing is fetched, no CSP violation.
 
 import assert from 'node:assert/strict';
@@ -106,7 +107,9 @@ test('hostile strings in every field the views show are text', async () => {
     await page.route('**/v1/health', (r) =>
         r.fulfill(answer({ status: RUN, version: PROGRAM, uptime_s: 1 })),
     );
-    await page.route('**/v1/crashes', (r) => r.fulfill(answer({ crashes: [hostileCrash] })));
+    // One more in the packages tab, with a hostile status too (the invalid one is in its tab).
+    const listed = { ...hostileCrash, id: 'fedcba9876543210fedcba9876543210', status: PROGRAM };
+    await page.route('**/v1/crashes', (r) => r.fulfill(answer({ crashes: [hostileCrash, listed] })));
     await page.route(`**/v1/crashes/${id}`, (r) => r.fulfill(answer(hostileCrash)));
 
     await page.goto(`${server.url}/#/runs`);
@@ -119,6 +122,9 @@ test('hostile strings in every field the views show are text', async () => {
     const list = await textOf(page, '#crash-table');
     assert.ok(list.includes(PROGRAM) && list.includes(RUN) && list.includes(SIGNAL), list);
     await screenshot(page, 'hostile-crashes');
+    await page.goto(`${server.url}/#/crashes?tab=invalid`);
+    const refused = await textWhen(page, '#crash-invalid-table', REASON);
+    assert.ok(refused.includes(PROGRAM) && refused.includes(RUN), refused);
     await page.goto(`${server.url}/#/crashes/${id}`);
     assert.equal(await textOf(page, '#crash-program'), PROGRAM);
     assert.equal(await textOf(page, '#crash-reason'), REASON);

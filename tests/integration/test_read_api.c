@@ -5,7 +5,8 @@
  * GET /v1/runs/<id> (its counters), GET /v1/runs/<id>/log (successive ?offset= reads give
  * log.txt back byte for byte, ?tail=, X-NWB-Log-Size, 416 past the end, a 10 GiB log answered
  * without being read whole), GET /v1/runs/<id>/telemetry (the run's telemetry.json),
- * GET /v1/crashes/<id>/files/<name> (a package's files, the size cap), bad input (400, 404,
+ * GET /v1/crashes/<id>/files/<name> (a package's files, the size cap), GET
+ * /v1/crashes/<id>/archive (the upload as it came, kept or refused), bad input (400, 404,
  * 416, never a file outside --out), the --token-file rule, and a live nwb-demo run. Every
  * JSON answer is parsed strictly.
  */
@@ -685,11 +686,14 @@ static void test_telemetry_answers_the_runs_report(void **state)
 
 /* ---- GET /v1/crashes/<id>/files/<name> ---------------------------------------------------- */
 
-/* POST @p archive; wait until the crash is extracted; its id into @p id. */
-static void post_crash(struct fx *f, const void *archive, size_t len, char *id, size_t cap)
+/* POST @p archive; wait until the crash is @p status ("extracted" or "invalid", never the
+ * other); its id into @p id. */
+static void post_crash_until(struct fx *f, const void *archive, size_t len, const char *status,
+                             char *id, size_t cap)
 {
     const long long deadline = nwb_test_now_ms() + WAIT_MS;
-    char target[256];
+    const char *other = strcmp(status, "invalid") == 0 ? "extracted" : "invalid";
+    char target[256], want[64], unwanted[64];
     struct resp r;
     const char *p;
 
@@ -699,17 +703,25 @@ static void post_crash(struct fx *f, const void *archive, size_t len, char *id, 
     snprintf(id, cap, "%.32s", p + 6);
     resp_free(&r);
     snprintf(target, sizeof(target), "/v1/crashes/%s", id);
+    snprintf(want, sizeof(want), "\"status\":\"%s\"", status);
+    snprintf(unwanted, sizeof(unwanted), "\"status\":\"%s\"", other);
     for (;;) {
         get_json(f->srv.port, target, &r);
-        if (strstr(r.body, "\"status\":\"extracted\"") != NULL) {
+        if (strstr(r.body, want) != NULL) {
             resp_free(&r);
             return;
         }
-        assert_null(strstr(r.body, "\"status\":\"invalid\""));
+        assert_null(strstr(r.body, unwanted));
         resp_free(&r);
         assert_true(nwb_test_now_ms() < deadline);
         poll(NULL, 0, 20);
     }
+}
+
+/* POST @p archive; wait until the crash is extracted; its id into @p id. */
+static void post_crash(struct fx *f, const void *archive, size_t len, char *id, size_t cap)
+{
+    post_crash_until(f, archive, len, "extracted", id, cap);
 }
 
 /* An archive entry: a file of @p len bytes of @p data (NULL: @p len bytes of zeros). */
@@ -822,6 +834,62 @@ static void test_crash_files_are_answered_by_name(void **state)
     stop(f);
 }
 
+/* ---- GET /v1/crashes/<id>/archive --------------------------------------------------------- */
+
+/* GET the raw archive of @p id: 200, the bytes @p body (@p len), type @p ctype, the file name
+ * <id>.<ext> for a download. */
+static void expect_archive(struct fx *f, const char *id, const void *body, size_t len,
+                           const char *ctype, const char *ext)
+{
+    char target[256], got[128], want[128];
+    struct resp r;
+
+    snprintf(target, sizeof(target), "/v1/crashes/%s/archive", id);
+    assert_int_equal(get(f->srv.port, target, &r), 200);
+    assert_int_equal(r.len, len);
+    assert_memory_equal(r.body, body, len);
+    assert_string_equal(header(&r, "Content-Type", got, sizeof(got)), ctype);
+    snprintf(want, sizeof(want), "attachment; filename=\"%s.%s\"", id, ext);
+    assert_string_equal(header(&r, "Content-Disposition", got, sizeof(got)), want);
+    resp_free(&r);
+}
+
+static void test_crash_archive_is_answered_as_uploaded(void **state)
+{
+    struct fx *f = *state;
+    static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\nprogram=crashy\n"
+                                   "run=cr2\nsignal=SIGSEGV\n";
+    static const char junk[] = "not an archive at all";
+    struct ta_entry e[2];
+    char id[64], bad[64], target[256];
+    void *archive;
+    size_t len;
+    struct resp r;
+
+    start(f, NULL);
+    file_entry(&e[0], "manifest.txt", manifest, sizeof(manifest) - 1);
+    file_entry(&e[1], "crash.txt", "signal=SIGSEGV\n", 15);
+    archive = ta_build("tar.zst", e, 2, &len);
+    assert_non_null(archive);
+    post_crash(f, archive, len, id, sizeof(id));
+    expect_archive(f, id, archive, len, "application/zstd", "tar.zst");
+    free(archive);
+
+    /* A refused upload: its bytes from invalid/, as they came. */
+    post_crash_until(f, junk, sizeof(junk) - 1, "invalid", bad, sizeof(bad));
+    expect_archive(f, bad, junk, sizeof(junk) - 1, "application/octet-stream", "bin");
+
+    /* Unknown, malformed, traversals: 404; another method: 405. */
+    expect_status(f->srv.port, "/v1/crashes/0123456789abcdef0123456789abcdef/archive", 404);
+    expect_status(f->srv.port, "/v1/crashes/0123456789ABCDEF0123456789ABCDEF/archive", 404);
+    expect_status(f->srv.port, "/v1/crashes/..%2f..%2fraw/archive", 404);
+    expect_status(f->srv.port, "/v1/crashes/XYZ/archive", 404);
+    snprintf(target, sizeof(target), "/v1/crashes/%s/archive", id);
+    assert_int_equal(http(f->srv.port, "POST", target, NULL, "x", 1, &r), 405);
+    resp_free(&r);
+    stop(f);
+}
+
 /* ---- --token-file covers the read routes -------------------------------------------------- */
 
 static void test_token_file_rule_covers_the_read_routes(void **state)
@@ -829,10 +897,12 @@ static void test_token_file_rule_covers_the_read_routes(void **state)
     struct fx *f = *state;
     char token_path[700];
     const char *const extra[] = {"--token-file", token_path, NULL};
-    static const char *const targets[] = {"/v1/runs", "/v1/runs/a_20240101-000000_b",
+    static const char *const targets[] = {"/v1/runs",
+                                          "/v1/runs/a_20240101-000000_b",
                                           "/v1/runs/a_20240101-000000_b/log",
                                           "/v1/runs/a_20240101-000000_b/telemetry",
-                                          "/v1/crashes/0123456789abcdef0123456789abcdef/files/x"};
+                                          "/v1/crashes/0123456789abcdef0123456789abcdef/files/x",
+                                          "/v1/crashes/0123456789abcdef0123456789abcdef/archive"};
     struct resp r;
 
     snprintf(token_path, sizeof(token_path), "%s/token", f->dir);
@@ -979,6 +1049,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_telemetry_answers_the_runs_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_files_are_answered_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_archive_is_answered_as_uploaded, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_token_file_rule_covers_the_read_routes, setup,
                                         teardown),
 #ifdef NWB_DEMO_EXE
