@@ -136,7 +136,6 @@ static struct file_read *file_read_new(struct nwb__conn *c, const char *id, size
         return NULL;
     }
     memcpy(f->id, id, len);
-    snprintf(f->extra, sizeof(f->extra), "X-Content-Type-Options: nosniff\r\n");
     return f;
 }
 

@@ -342,6 +342,8 @@ static void write_scope(nwb_json_t *j, const nwb_namesym_table_t *names,
     }
     nwb_json_key(j, "p95Ms");
     nwb_json_dbl(j, ms(nwb__hist_quantile(&a->hist, 0.95)), 6);
+    nwb_json_key(j, "p99Ms");
+    nwb_json_dbl(j, ms(nwb__hist_quantile(&a->hist, 0.99)), 6);
     nwb_json_key(j, "firstSourceFrame");
     nwb_json_u64(j, a->first_frame);
     nwb_json_key(j, "lastSourceFrame");

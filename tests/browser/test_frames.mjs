@@ -376,6 +376,14 @@ test('the scope table sorts; memory shows arenas and the heap total apart; no co
         [...totals].sort((a, b) => b - a),
     );
     assert.deepEqual((await col(1)).sort(), [...ctx.record.cpu].sort(), 'every CPU scope, by name');
+    // p95 <= p99 <= max on every row (one histogram, clamped to the largest sample).
+    const [p95s, p99s, maxes] = [await col(6), await col(7), await col(8)];
+    p99s.forEach((p99, i) => {
+        assert.ok(
+            msOf(p95s[i]) <= msOf(p99) && msOf(p99) <= msOf(maxes[i]),
+            `row ${i}: ${p95s[i]} ${p99} ${maxes[i]}`,
+        );
+    });
     await page.click('#scopes-cpu th:nth-child(1)');
     const names = await col(1);
     assert.deepEqual(
@@ -383,14 +391,14 @@ test('the scope table sorts; memory shows arenas and the heap total apart; no co
         [...names].sort((a, b) => a.localeCompare(b)),
     );
     assert.equal(await page.getAttribute('#scopes-cpu th:nth-child(1)', 'aria-sort'), 'ascending');
-    await page.click('#scopes-cpu th:nth-child(7)');
-    const max = (await col(7)).map(msOf);
+    await page.click('#scopes-cpu th:nth-child(8)');
+    const max = (await col(8)).map(msOf);
     assert.deepEqual(
         max,
         [...max].sort((a, b) => b - a),
     );
-    await page.click('#scopes-cpu th:nth-child(7)');
-    const maxAsc = (await col(7)).map(msOf);
+    await page.click('#scopes-cpu th:nth-child(8)');
+    const maxAsc = (await col(8)).map(msOf);
     assert.deepEqual(
         maxAsc,
         [...maxAsc].sort((a, b) => a - b),

@@ -771,6 +771,13 @@ static void test_crash_files_are_answered_by_name(void **state)
     assert_string_equal(header(&r, "Content-Type", ctype, sizeof(ctype)),
                         "text/plain; charset=utf-8");
     assert_string_equal(header(&r, "X-Content-Type-Options", nosniff, sizeof(nosniff)), "nosniff");
+    /* Once: the security headers carry it; a second copy would be the route's own. */
+    {
+        const char *first = strcasestr(r.head, "\r\nX-Content-Type-Options:");
+
+        assert_non_null(first);
+        assert_null(strcasestr(first + 2, "\r\nX-Content-Type-Options:"));
+    }
     resp_free(&r);
     snprintf(target, sizeof(target), "/v1/crashes/%s/files/threads/main.txt", id);
     assert_int_equal(get(f->srv.port, target, &r), 200);
