@@ -9,7 +9,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { newPage, requireChromium, screenshot, uploadCrash, useServerAndBrowser, waitFor } from './lib/harness.mjs';
+import {
+    newPage,
+    requireChromium,
+    screenshot,
+    uploadCrash,
+    useServerAndBrowser,
+    waitFor,
+} from './lib/harness.mjs';
 import { demoExe, nwbLog, requireExe, runIdOf, startDemo } from './lib/clients.mjs';
 
 requireChromium();
@@ -49,7 +56,9 @@ test('a demo run shows live while it plays and ended after', async () => {
         assert.equal(r.code, 0, r.stderr);
 
         // Nothing is sent any more: after --run-live-s (2 s) the list says ended, by itself.
-        await page.waitForSelector(`#runs-table tr[data-run-id="${id}"][data-live="false"]`, { timeout: 10000 });
+        await page.waitForSelector(`#runs-table tr[data-run-id="${id}"][data-live="false"]`, {
+            timeout: 10000,
+        });
         assert.equal((await cell(page, id, 'state')).trim(), 'ended');
         const api = await (await fetch(`${server.url}/v1/runs/${id}`)).json();
         assert.equal(api.live, false);
@@ -61,7 +70,10 @@ test('a demo run shows live while it plays and ended after', async () => {
         assert.equal((await cell(page, id, 'telemetry')).trim(), api.telemetry ? 'yes' : 'no');
         if (api.telemetry) {
             assert.equal(
-                await page.getAttribute(`#runs-table tr[data-run-id="${id}"] td[data-col="telemetry"] a`, 'href'),
+                await page.getAttribute(
+                    `#runs-table tr[data-run-id="${id}"] td[data-col="telemetry"] a`,
+                    'href',
+                ),
                 `#/runs/${id}/frames`,
             );
         }
@@ -97,7 +109,11 @@ test('newest first, the program filter, and a run page with its counters', async
     await page.waitForSelector(`#runs-table tr[data-run-id="${otherId}"]`);
     const ids = await page.$$eval('#runs-table tbody tr', (rows) => rows.map((r) => r.dataset.runId));
     const { runs } = await (await fetch(`${server.url}/v1/runs`)).json();
-    assert.deepEqual(ids, runs.map((r) => r.id), 'the server order: newest first');
+    assert.deepEqual(
+        ids,
+        runs.map((r) => r.id),
+        'the server order: newest first',
+    );
 
     await page.selectOption('#runs-program', 'nwb-demo');
     await page.waitForFunction(() => location.hash === '#/runs?program=nwb-demo');

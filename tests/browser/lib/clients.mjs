@@ -44,7 +44,15 @@ function run(exe, args, { input = null, env = {} } = {}) {
  * @p program, run @p runId; resolves once it exited 0, which it does after the server's 200.
  */
 export async function nwbLog(server, { program, runId, level = 'info', message = null, lines = null }) {
-    const args = [`--logserver=127.0.0.1:${server.port}`, '--program', program, '--run', runId, '--level', level];
+    const args = [
+        `--logserver=127.0.0.1:${server.port}`,
+        '--program',
+        program,
+        '--run',
+        runId,
+        '--level',
+        level,
+    ];
     const input = lines === null ? null : `${lines.join('\n')}\n`;
     const r = await run(logExe, message === null ? args : [...args, '--', message], { input });
     if (r.code !== 0) {

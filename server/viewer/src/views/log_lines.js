@@ -135,7 +135,7 @@ export function lineRow(line, needle, selected) {
         },
         el('span', { class: 'log-off', title: `byte offset ${line.offset}` }, String(line.offset)),
         el('span', { class: 'log-time', title: p.time }, shortTime(p.time)),
-        el('span', { class: 'log-level' }, p.level ? p.level.slice(0, 4) : '?'),
+        el('span', { class: 'log-level' }, p.level || '?'),
         el('span', { class: 'log-thread' }, p.thread),
         el('span', { class: 'log-msg' }, markedText(p.level ? p.message : line.text, needle), more),
     );
