@@ -269,19 +269,23 @@ export async function renderLog(container, route, signal) {
     next.addEventListener('click', () => findMatch(1));
     jumpEnd.addEventListener('click', () => pane.toTail().catch(pane.hooks.failed));
 
-    const links = [
-        el('a', { href: hashFor('run', { run: id }) }, 'Run'),
-        run.telemetry ? [' · ', el('a', { href: hashFor('frames', { run: id }) }, 'Frames')] : null,
-        run.crashes > 0
-            ? [' · ', el('a', { href: hashFor('crashes', {}, { q: run.run }) }, 'Crashes')]
-            : null,
-        ' · ',
-        el('a', { href: hashFor('runs', {}, { program: run.program }) }, `Runs of ${run.program}`),
-    ];
+    const links = el('p', { class: 'links', id: 'log-links' });
+    const drawLinks = () =>
+        replace(
+            links,
+            el('a', { href: hashFor('run', { run: id }) }, 'Run'),
+            run.telemetry ? [' · ', el('a', { href: hashFor('frames', { run: id }) }, 'Frames')] : null,
+            run.crashes > 0
+                ? [' · ', el('a', { href: hashFor('crashes', {}, { q: run.run }) }, 'Crashes')]
+                : null,
+            ' · ',
+            el('a', { href: hashFor('runs', {}, { program: run.program }) }, `Runs of ${run.program}`),
+        );
+    drawLinks();
     replace(
         container,
         idHeading('Log of run ', id),
-        el('p', { class: 'links' }, links),
+        links,
         el(
             'div',
             { class: 'toolbar log-toolbar' },
@@ -345,32 +349,36 @@ export async function renderLog(container, route, signal) {
         );
     let streamState = 'connecting';
     drawLive(streamState);
-    watchEvents(signal, {
-        run: (d) => {
-            if (following && isNewerRunOf(d, run.program, id)) {
-                window.location.hash = hashFor('log', { run: d.id }, { follow: 1 });
-            }
+    watchEvents(
+        signal,
+        {
+            run: (d) => {
+                if (following && isNewerRunOf(d, run.program, id)) {
+                    window.location.hash = hashFor('log', { run: d.id }, { follow: 1 });
+                }
+            },
+            log: (d) => {
+                if (d.id !== id || !Number.isFinite(d.size)) {
+                    return;
+                }
+                run.live = true;
+                drawLive(streamState);
+                store.noteSize(d.size);
+                pane.grew();
+            },
+            reset: async () => {
+                const fresh = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
+                run = fresh;
+                store.noteSize(fresh.logBytes);
+                pane.grew();
+            },
+            state: (s) => {
+                streamState = s;
+                drawLive(s);
+            },
         },
-        log: (d) => {
-            if (d.id !== id || !Number.isFinite(d.size)) {
-                return;
-            }
-            run.live = true;
-            drawLive(streamState);
-            store.noteSize(d.size);
-            pane.grew();
-        },
-        reset: async () => {
-            const fresh = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
-            run = fresh;
-            store.noteSize(fresh.logBytes);
-            pane.grew();
-        },
-        state: (s) => {
-            streamState = s;
-            drawLive(s);
-        },
-    });
+        container,
+    );
 
     onViewKeys(signal, (e) => {
         const keys = {
@@ -402,6 +410,7 @@ export async function renderLog(container, route, signal) {
             run = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
             drawLive(streamState);
             drawPosition();
+            drawLinks();
         } catch {
             /* the next round tries again; a gone run shows in the next read's error */
         }

@@ -219,34 +219,35 @@ export async function renderRuns(container, route, signal) {
         window.location.replace(hashFor('log', { run: id }, { follow: 1 }));
     };
 
-    watchEvents(signal, {
-        run: (d) => {
-            if (follow && d.program === follow && d.change === 'active') {
-                goFollow(d.id);
-                return;
-            }
-            mark(d.id);
-        },
-        log: (d) => {
-            const run = runs.get(d.id);
-            if (run && Number.isFinite(d.size)) {
-                run.logBytes = d.size;
-                run.live = true;
-                if (rows.has(d.id)) {
-                    drawRow(d.id);
+    watchEvents(
+        signal,
+        {
+            run: (d) => {
+                if (follow && d.program === follow && d.change === 'active') {
+                    goFollow(d.id);
+                    return;
                 }
-            }
-            mark(d.id);
+                mark(d.id);
+            },
+            log: (d) => {
+                const run = runs.get(d.id);
+                if (run && Number.isFinite(d.size)) {
+                    run.logBytes = d.size;
+                    run.live = true;
+                    if (rows.has(d.id)) {
+                        drawRow(d.id);
+                    }
+                }
+                mark(d.id);
+            },
+            telemetry: (d) => mark(d.id),
+            reset: () => {
+                fullReload = true;
+                refresh.request();
+            },
         },
-        telemetry: (d) => mark(d.id),
-        reset: () => {
-            fullReload = true;
-            refresh.request();
-        },
-        state: (s) => {
-            container.dataset.stream = s;
-        },
-    });
+        container,
+    );
 
     try {
         await readList();

@@ -9,9 +9,16 @@ import { followEvents } from '../api.js';
  * Follow /v1/events until @p signal aborts: @p handlers.run(data), .log(data),
  * .telemetry(data), .crash(data), .reset(data) get each event's JSON object (an event whose
  * data is not a JSON object is ignored: the stream is the server's, but a later version may add
- * types); .state(state) gets 'open' | 'reconnecting' | 'closed'.
+ * types); .state(state) gets 'open' | 'reconnecting' | 'closed'. The state is also put in
+ * @p marker's data-stream (the view's container: tests wait for "open").
  */
-export function watchEvents(signal, handlers) {
+export function watchEvents(signal, handlers, marker = null) {
+    const mark = (state) => {
+        if (marker !== null && !signal.aborted) {
+            marker.dataset.stream = state;
+        }
+    };
+    mark('connecting');
     followEvents('/v1/events', {
         signal,
         onEvent: (e) => {
@@ -29,7 +36,10 @@ export function watchEvents(signal, handlers) {
                 fn(data);
             }
         },
-        onState: (state) => handlers.state?.(state),
+        onState: (state) => {
+            mark(state);
+            handlers.state?.(state);
+        },
     });
 }
 

@@ -4,18 +4,21 @@
 // newest run of that program this way. Here: the test of an event and the page's control.
 
 import { el } from '../dom.js';
-import { compareRunIds } from './runs_events.js';
+import { runIdTime } from './runs_events.js';
 
 /**
  * Whether the "run" event @p data (change "active": the run got data for the first time in
- * the server's lifetime) is of @p program and newer than @p currentId (by the time in the id).
+ * the server's lifetime) is another run of @p program, started no earlier than @p currentId
+ * (by the time in the id, whole seconds: a run of the same second counts as the next one,
+ * since it just started; an older run that sends again after a server restart does not).
  */
 export function isNewerRunOf(data, program, currentId) {
     return (
         data.change === 'active' &&
         typeof data.id === 'string' &&
         data.program === program &&
-        compareRunIds(data.id, currentId) > 0
+        data.id !== currentId &&
+        runIdTime(data.id) >= runIdTime(currentId)
     );
 }
 

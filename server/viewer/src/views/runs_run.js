@@ -144,25 +144,29 @@ export async function renderRun(container, route, signal) {
         signal,
     );
     const crashRefresh = coalesced(readCrashes, REFRESH_MS, signal);
-    watchEvents(signal, {
-        run: (d) => {
-            if (following && isNewerRunOf(d, run.program, id)) {
-                window.location.hash = hashFor('run', { run: d.id }, { follow: 1 });
-            } else if (d.id === id) {
-                refresh.request();
-                if (d.change === 'crash') {
-                    crashRefresh.request();
+    watchEvents(
+        signal,
+        {
+            run: (d) => {
+                if (following && isNewerRunOf(d, run.program, id)) {
+                    window.location.hash = hashFor('run', { run: d.id }, { follow: 1 });
+                } else if (d.id === id) {
+                    refresh.request();
+                    if (d.change === 'crash') {
+                        crashRefresh.request();
+                    }
                 }
-            }
+            },
+            log: (d) => d.id === id && refresh.request(),
+            telemetry: (d) => d.id === id && refresh.request(),
+            crash: (d) => d.program === run.program && d.run === run.run && crashRefresh.request(),
+            reset: () => {
+                refresh.request();
+                crashRefresh.request();
+            },
         },
-        log: (d) => d.id === id && refresh.request(),
-        telemetry: (d) => d.id === id && refresh.request(),
-        crash: (d) => d.program === run.program && d.run === run.run && crashRefresh.request(),
-        reset: () => {
-            refresh.request();
-            crashRefresh.request();
-        },
-    });
+        container,
+    );
     const ticker = setInterval(() => {
         if (run.live) {
             const dd = fields.querySelector('dd[data-field="duration"]');
