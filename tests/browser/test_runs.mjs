@@ -51,7 +51,7 @@ test('a demo run shows live while it plays and ended after', async () => {
         );
         const d1 = await cell(page, id, 'duration');
         await waitFor('the duration to tick', async () => (await cell(page, id, 'duration')) !== d1, 4000);
-        await screenshot(page, 'viewer-runs');
+        await screenshot(page, 'viewer-runs-live');
         const r = await demo.done;
         assert.equal(r.code, 0, r.stderr);
 
@@ -114,6 +114,8 @@ test('newest first, the program filter, and a run page with its counters', async
         runs.map((r) => r.id),
         'the server order: newest first',
     );
+    await page.waitForSelector(`#runs-table tr[data-run-id="${otherId}"] td[data-col="gaps"] span`);
+    await screenshot(page, 'viewer-runs');
 
     await page.selectOption('#runs-program', 'nwb-demo');
     await page.waitForFunction(() => location.hash === '#/runs?program=nwb-demo');

@@ -15,7 +15,7 @@ import { LEVELS, lineHas } from './log_lines.js';
 import { LogPane } from './log_pane.js';
 import { firstLineAt, offsetOfTime, scanLog, SCAN_BYTES } from './log_search.js';
 import { CACHE_BYTES, CACHE_LINES, LogStore } from './log_store.js';
-import { watchEvents } from './runs_events.js';
+import { every, watchEvents } from './runs_events.js';
 import { followControl, followWanted, isNewerRunOf } from './runs_follow.js';
 import { onViewKeys } from './runs_keys.js';
 
@@ -402,25 +402,22 @@ export async function renderLog(container, route, signal) {
         }
     });
     // "ended" comes with no event: while live, the run is re-read now and then.
-    const poller = setInterval(async () => {
-        if (!run.live) {
-            return;
-        }
-        try {
-            run = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
-            drawLive(streamState);
-            drawPosition();
-            drawLinks();
-        } catch {
-            /* the next round tries again; a gone run shows in the next read's error */
-        }
-    }, LIVE_POLL_MS);
-    signal.addEventListener(
-        'abort',
-        () => {
-            clearTimeout(urlTimer);
-            clearInterval(poller);
+    every(
+        LIVE_POLL_MS,
+        async () => {
+            if (!run.live) {
+                return;
+            }
+            try {
+                run = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
+                drawLive(streamState);
+                drawPosition();
+                drawLinks();
+            } catch {
+                /* the next round tries again */
+            }
         },
-        { once: true },
+        signal,
     );
+    signal.addEventListener('abort', () => clearTimeout(urlTimer), { once: true });
 }

@@ -9,7 +9,7 @@ import { getJson } from '../api.js';
 import { el, errorBox, replace } from '../dom.js';
 import { bytes, time } from '../format.js';
 import { hashFor } from '../router.js';
-import { coalesced, compareRunIds, watchEvents } from './runs_events.js';
+import { coalesced, compareRunIds, every, watchEvents } from './runs_events.js';
 import { count, crashesCell, runDuration, stateBadge, telemetryCell } from './runs_format.js';
 
 export { renderRun } from './runs_run.js';
@@ -279,29 +279,17 @@ export async function renderRuns(container, route, signal) {
     }
     container.dataset.ready = 'true';
 
-    const ticker = setInterval(() => {
-        for (const run of runs.values()) {
-            if (run.live && rows.has(run.id)) {
-                const td = rows.get(run.id).querySelector('td[data-col="duration"]');
-                replace(td, runDuration(run));
-            }
-        }
-    }, 1000);
-    const poller = setInterval(() => {
-        for (const run of runs.values()) {
-            if (run.live) {
-                mark(run.id);
-            }
-        }
-    }, LIVE_POLL_MS);
-    signal.addEventListener(
-        'abort',
+    const live = () => [...runs.values()].filter((r) => r.live);
+    every(
+        1000,
         () => {
-            clearInterval(ticker);
-            clearInterval(poller);
+            for (const run of live().filter((r) => rows.has(r.id))) {
+                replace(rows.get(run.id).querySelector('td[data-col="duration"]'), runDuration(run));
+            }
         },
-        { once: true },
+        signal,
     );
+    every(LIVE_POLL_MS, () => live().forEach((r) => mark(r.id)), signal);
     await readDetails(
         shown()
             .slice(0, DETAIL_ROWS)

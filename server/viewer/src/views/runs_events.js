@@ -108,3 +108,9 @@ export function compareRunIds(a, b) {
     }
     return a === b ? 0 : a < b ? -1 : 1;
 }
+
+/** Call @p fn every @p ms until @p signal aborts. */
+export function every(ms, fn, signal) {
+    const timer = setInterval(fn, ms);
+    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+}

@@ -8,7 +8,7 @@ import { getJson, request } from '../api.js';
 import { el, errorBox, idHeading, replace, table } from '../dom.js';
 import { bytes, time } from '../format.js';
 import { hashFor } from '../router.js';
-import { coalesced, watchEvents } from './runs_events.js';
+import { coalesced, every, watchEvents } from './runs_events.js';
 import { count, crashesCell, runDuration, stateBadge, telemetryCell } from './runs_format.js';
 import { followControl, followWanted, isNewerRunOf } from './runs_follow.js';
 import { onViewKeys } from './runs_keys.js';
@@ -167,24 +167,15 @@ export async function renderRun(container, route, signal) {
         },
         container,
     );
-    const ticker = setInterval(() => {
-        if (run.live) {
-            const dd = fields.querySelector('dd[data-field="duration"]');
-            replace(dd, runDuration(run));
-        }
-    }, 1000);
-    const poller = setInterval(() => run.live && refresh.request(), LIVE_POLL_MS);
+    every(
+        1000,
+        () => run.live && replace(fields.querySelector('dd[data-field="duration"]'), runDuration(run)),
+        signal,
+    );
+    every(LIVE_POLL_MS, () => run.live && refresh.request(), signal);
     onViewKeys(signal, (e) => {
         if (e.key === 'f') {
             follow.toggle();
         }
     });
-    signal.addEventListener(
-        'abort',
-        () => {
-            clearInterval(ticker);
-            clearInterval(poller);
-        },
-        { once: true },
-    );
 }
