@@ -123,7 +123,7 @@ export async function renderRuns(container, route, signal) {
         if (wantProgram) {
             followLink.hidden = false;
             followLink.setAttribute('href', hashFor('runs', {}, { follow: wantProgram }));
-            followLink.title = `open the newest run of ${wantProgram} and switch to each next one (f)`;
+            followLink.title = `open the newest run of ${wantProgram} and switch to each next one`;
         }
     };
 
