@@ -14,7 +14,16 @@ set(NWB_VIEWER_OWN_ASSETS
   token.js
   format.js
   views/runs.js
+  views/runs_events.js
+  views/runs_follow.js
+  views/runs_format.js
+  views/runs_keys.js
+  views/runs_run.js
   views/log.js
+  views/log_lines.js
+  views/log_pane.js
+  views/log_search.js
+  views/log_store.js
   views/frames.js
   views/frames_chart.js
   views/frames_detail.js

@@ -3,9 +3,10 @@
 // program, run and signal with HTML that would run script, sent with such an X-NWB-Program,
 // holding a file named like an <svg onload=...> tag, and a refused upload with the same
 // header. The server makes names safe itself and keeps file names as they are; the page
-// shows exactly what the API says. Then the same views fed answers (page.route) whose every
-// string is hostile, as a later server or a read-API field might send (the crash list's both
-// tabs included): all literal text. Hostile file contents: test_crashes.mjs.
+// shows exactly what the API says; log lines holding such markup, in the runs list, the run's
+// page and its log. Then the same views fed answers (page.route) whose every string is
+// hostile (a run id, program, times, log lines; the crash list's both tabs), as a later server
+// or a read-API field might send: all literal text. Hostile file contents: test_crashes.mjs.
 // Nothing runs, no element comes of them, nothing is fetched, no CSP violation.
 
 import assert from 'node:assert/strict';
@@ -31,8 +32,20 @@ const REASON = '<iframe src="javascript:window.__nwbPwned=5"></iframe>';
 
 let crashId;
 let invalidId;
+let runId;
+
+// Log lines that would be markup, sent with such program and run headers (the server makes the
+// names safe for its run id; the lines are kept as they are, control bytes escaped).
+const LINES = [PROGRAM, RUN, SIGNAL, FILE, REASON, '<a href="javascript:window.__nwbPwned=6">x</a>'];
 
 const ctx = useServerAndBrowser([], async ({ server }) => {
+    const posted = await fetch(`${server.url}/v1/log`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'text/plain', 'X-NWB-Program': PROGRAM, 'X-NWB-Run': RUN },
+        body: `${LINES.join('\n')}\n`,
+    });
+    assert.equal(posted.status, 200);
+    runId = (await (await fetch(`${server.url}/v1/runs`)).json()).runs[0].id;
     crashId = await uploadCrash(server, {
         manifest: { kind: 'signal', program: PROGRAM, run: RUN, signal: SIGNAL },
         files: { 'crash.txt': 'SIGSEGV\n', [FILE]: 'x' },
@@ -67,9 +80,21 @@ test('what the real server says about hostile uploads shows as text', async () =
         'the server keeps the file name as it is',
     );
 
+    const run = await (await fetch(`${server.url}/v1/runs/${runId}`)).json();
     await page.goto(`${server.url}/#/runs`);
-    const runs = await textOf(page, '#runs-crashed-table');
-    assert.ok(runs.includes(crash.program) && runs.includes(crash.run), runs);
+    const runs = await textOf(page, `#runs-table tr[data-run-id="${runId}"]`);
+    assert.ok(runs.includes(run.program) && runs.includes(run.run), runs);
+    await page.goto(`${server.url}/#/runs/${runId}`);
+    await page.waitForSelector('main[data-view="run"][data-ready]');
+    assert.equal(await textOf(page, '#run-fields dd[data-field="program"]'), run.program);
+    assert.ok((await textOf(page, '#run-tail')).includes(PROGRAM));
+    await page.goto(`${server.url}/#/runs/${runId}/log?q=${encodeURIComponent('<')}`);
+    await page.waitForSelector('main[data-view="log"][data-ready] #log-rows .log-row');
+    const msgs = await page.$$eval('#log-rows .log-msg', (m) => m.map((x) => x.textContent));
+    assert.deepEqual(msgs, LINES, 'every hostile line is its literal text');
+    await page.click('#log-rows .log-row');
+    assert.ok((await textOf(page, '#log-detail')).includes(PROGRAM));
+    await screenshot(page, 'hostile-log');
     await page.goto(`${server.url}/#/crashes`);
     const list = await textOf(page, '#crash-table');
     assert.ok(list.includes(crash.program) && list.includes(crash.signal), list);
@@ -111,13 +136,58 @@ test('hostile strings in every field the views show are text', async () => {
     const listed = { ...hostileCrash, id: 'fedcba9876543210fedcba9876543210', status: PROGRAM };
     await page.route('**/v1/crashes', (r) => r.fulfill(answer({ crashes: [hostileCrash, listed] })));
     await page.route(`**/v1/crashes/${id}`, (r) => r.fulfill(answer(hostileCrash)));
+    // A run whose every string is hostile, its id included (the page escapes it in URLs).
+    const hostileRun = {
+        id: RUN,
+        program: PROGRAM,
+        run: SIGNAL,
+        started: REASON,
+        lastActivity: FILE,
+        live: false,
+        logBytes: 1,
+        records: 2,
+        telemetry: true,
+        crashes: 1,
+        counters: { records: 2, drops: 1, tokensDecoded: 0, tokensUnknown: 0, telemetryUploads: 1 },
+        listed: true,
+    };
+    const logText = `${LINES.map((l) => `2026-12-01T07:34:00.123456789Z INFO    1 hostile-program ${l}`).join('\n')}\n`;
+    await page.route(/\/v1\/runs(\?.*)?$/, (r) => r.fulfill(answer({ runs: [hostileRun] })));
+    await page.route(/\/v1\/runs\/[^/?]+(\?.*)?$/, (r) => r.fulfill(answer(hostileRun)));
+    await page.route(/\/v1\/runs\/[^/?]+\/log\?/, (r) =>
+        r.fulfill({
+            status: 200,
+            contentType: 'text/plain; charset=utf-8',
+            headers: {
+                'X-NWB-Log-Size': String(Buffer.byteLength(logText)),
+                'X-NWB-Log-Offset': '0',
+            },
+            body: logText,
+        }),
+    );
+    await page.route('**/v1/events', (r) =>
+        r.fulfill({
+            status: 200,
+            contentType: 'text/event-stream',
+            body: `retry: 600000\nid: 1\nevent: run\ndata: ${JSON.stringify({ id: RUN, program: PROGRAM, run: SIGNAL, change: 'active' })}\n\n`,
+        }),
+    );
 
     await page.goto(`${server.url}/#/runs`);
-    const runs = await textOf(page, '#runs-crashed-table');
-    assert.ok(runs.includes(PROGRAM) && runs.includes(RUN) && runs.includes(SIGNAL), runs);
-    await textWhen(page, '#runs-server', PROGRAM);
+    const runs = await textOf(page, '#runs-table tbody tr');
+    assert.ok(runs.includes(PROGRAM) && runs.includes(SIGNAL) && runs.includes(REASON), runs);
     await textWhen(page, '#server-status', PROGRAM);
     await screenshot(page, 'hostile-runs');
+    await page.click('#runs-table tbody td[data-col="id"] a');
+    await page.waitForSelector('main[data-view="run"][data-ready]');
+    assert.equal(new URL(page.url()).hash, `#/runs/${encodeURIComponent(RUN)}`);
+    assert.equal(await textOf(page, '#run-fields dd[data-field="program"]'), PROGRAM);
+    assert.ok((await textOf(page, '#run-tail')).includes(REASON));
+    await page.click('#run-links a');
+    await page.waitForSelector('main[data-view="log"][data-ready] #log-rows .log-row');
+    const msgs = await page.$$eval('#log-rows .log-msg', (m) => m.map((x) => x.textContent));
+    assert.deepEqual(msgs, LINES);
+    await page.hover('#log-rows');
     await page.goto(`${server.url}/#/crashes`);
     const list = await textOf(page, '#crash-table');
     assert.ok(list.includes(PROGRAM) && list.includes(RUN) && list.includes(SIGNAL), list);
