@@ -80,7 +80,7 @@ test('every view renders with no console error and no CSP violation', async () =
         ['crash', `#/crashes/${crashId}`, '#crash-files'],
         ['run', `#/runs/${runId}`, 'main[data-view="run"][data-ready]'],
         ['log', `#/runs/${runId}/log`, 'main[data-view="log"][data-ready] #log-rows .log-row'],
-        ['frames', '#/runs/run-0001/frames/3', '#frames-chart .uplot'],
+        ['frames', `#/runs/${runId}/frames/3`, 'main[data-view="frame"][data-ready] #frames-waiting'],
         ['notfound', '#/no/such/place', 'main[data-view="notfound"] h1'],
     ];
     for (const [name, hash, selector] of views) {

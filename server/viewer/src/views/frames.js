@@ -301,6 +301,12 @@ export async function renderFrames(container, route, signal) {
 
     let started = false;
     async function start() {
+        // The run says whether it has telemetry: without, nothing is asked that would be a 404
+        // (each of which the browser's console reports as a failed load).
+        const info = await getJson(runPath(run), { signal });
+        if (info && info.telemetry === false) {
+            throw new ApiError(404, 'the run has no telemetry yet', runPath(run));
+        }
         const detailLoad =
             selected === null
                 ? Promise.resolve(null)
