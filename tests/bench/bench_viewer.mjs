@@ -26,6 +26,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { waitFor } from '../browser/lib/wait.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 
@@ -132,20 +134,6 @@ function parseArgs(argv) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, fn, ms) {
-    const end = Date.now() + ms;
-    for (;;) {
-        const v = await fn();
-        if (v) {
-            return v;
-        }
-        if (Date.now() > end) {
-            throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-        }
-        await sleep(50);
-    }
-}
 
 /** The temporary root: /dev/shm when it has room for @p needMib, else $TMPDIR or /tmp. */
 function tempRoot(needMib) {

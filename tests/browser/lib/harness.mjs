@@ -11,6 +11,10 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
+import { waitFor } from './wait.mjs';
+
+export { waitFor };
+
 export const SKIP = 77; // ctest SKIP_RETURN_CODE
 
 const env = (name) => {
@@ -43,21 +47,6 @@ async function chromiumApi() {
         playwright = await import(pathToFileURL(mod).href);
     }
     return playwright.chromium;
-}
-
-/** Resolve when @p fn() is truthy, polling every 20 ms; reject after @p ms with @p what. */
-export async function waitFor(what, fn, ms = 10000) {
-    const end = Date.now() + ms;
-    for (;;) {
-        const v = await fn();
-        if (v) {
-            return v;
-        }
-        if (Date.now() > end) {
-            throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-        }
-        await new Promise((r) => setTimeout(r, 20));
-    }
 }
 
 /**
