@@ -2,8 +2,8 @@
 /*
  * tel_frame_detail.c - one frame in full, from the decoded bytes of the upload that holds it
  * (the read API's /frames/{frame}, docs/telemetry-report.md): its duration, its CPU scopes per
- * thread with depth and start/end, the GPU windows published with it, its memory totals and
- * the log lines recorded in it.
+ * thread with depth and start/end, the GPU windows published with it, its memory totals, its
+ * frame graph (queues, packets, passes and dependency edges) and the log lines recorded in it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,8 +18,10 @@ struct detail {
     uint64_t frame;
     int found;
     int have_mem;
+    int have_fg;
     nwb_tel_event_t perf; /* views borrow the bytes */
     nwb_tel_event_t mem;
+    nwb_tel_event_t fg;
     nwb_tel_event_t *logs; /* NWB_TEL_FRAME_DETAIL_LOGS */
     uint32_t nlogs;
     uint64_t more_logs;
@@ -39,6 +41,9 @@ static int detail_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
     } else if (ev->kind == NWB_TEL_KIND_MEMORY_FRAME && !d->have_mem) {
         d->mem = *ev;
         d->have_mem = 1;
+    } else if (ev->kind == NWB_TEL_KIND_FRAME_GRAPH && !d->have_fg) {
+        d->fg = *ev;
+        d->have_fg = 1;
     } else if (ev->kind == NWB_TEL_KIND_TEXT_LOG) {
         if (d->nlogs < NWB_TEL_FRAME_DETAIL_LOGS) {
             d->logs[d->nlogs++] = *ev;
@@ -183,6 +188,92 @@ static void write_logs(nwb_json_t *j, const struct detail *d, const nwb_namesym_
     nwb_json_u64(j, d->more_logs);
 }
 
+/* The frame's graph as recorded (the first frameGraphFrame event of the frame), or null. Indices
+ * are the event's own: a packet's queue and a pass's packet index those arrays, an edge names
+ * two passes. */
+static void write_frame_graph(nwb_json_t *j, const struct detail *d,
+                              const nwb_namesym_table_t *names)
+{
+    const nwb_tel_fg_view_t *g = &d->fg.u.fg;
+
+    nwb_json_key(j, "frameGraph");
+    if (!d->have_fg) {
+        nwb_json_null(j);
+        return;
+    }
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "queues");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < g->queue_count; i++) {
+        nwb_tel_fg_queue_t q;
+
+        nwb_tel_fg_queue_at(g, i, &q);
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "name");
+        nwb__tel_json_name(j, names, q.name);
+        nwb_json_key(j, "type");
+        nwb_json_cstr(j, nwb_tel_queue_type_name(q.type));
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "packets");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < g->packet_count; i++) {
+        nwb_tel_fg_packet_t p;
+
+        nwb_tel_fg_packet_at(g, i, &p);
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "queue");
+        nwb_json_u64(j, p.queue);
+        nwb_json_key(j, "waits");
+        nwb_json_u64(j, p.waits);
+        nwb_json_key(j, "signals");
+        nwb_json_u64(j, p.signals);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "passes");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < g->pass_count; i++) {
+        nwb_tel_fg_pass_t p;
+
+        nwb_tel_fg_pass_at(g, i, &p);
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "name");
+        nwb__tel_json_name(j, names, p.name);
+        nwb_json_key(j, "packet");
+        nwb_json_u64(j, p.packet);
+        nwb_json_key(j, "barriers");
+        nwb_json_u64(j, p.barriers);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "edges");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < g->edge_count; i++) {
+        nwb_tel_fg_edge_t e;
+
+        nwb_tel_fg_edge_at(g, i, &e);
+        nwb_json_arr_begin(j);
+        nwb_json_u64(j, e.from);
+        nwb_json_u64(j, e.to);
+        nwb_json_arr_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "counters");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "emittedWaits");
+    nwb_json_u64(j, g->counters.emitted_waits);
+    nwb_json_key(j, "sameQueueElisions");
+    nwb_json_u64(j, g->counters.same_queue_elisions);
+    nwb_json_key(j, "duplicateMerges");
+    nwb_json_u64(j, g->counters.duplicate_merges);
+    nwb_json_key(j, "inheritedElisions");
+    nwb_json_u64(j, g->counters.inherited_elisions);
+    nwb_json_obj_end(j);
+    nwb_json_obj_end(j);
+}
+
 int nwb_tel_frame_detail_write(const uint8_t *bytes, size_t len, uint64_t frame,
                                const nwb_namesym_table_t *names, nwb_json_t *j)
 {
@@ -229,6 +320,7 @@ int nwb_tel_frame_detail_write(const uint8_t *bytes, size_t len, uint64_t frame,
     write_threads(j, scopes, pv->cpu_count, names);
     write_gpu(j, pv, names);
     write_memory(j, &d);
+    write_frame_graph(j, &d, names);
     write_logs(j, &d, names, &scratch);
     nwb_json_obj_end(j);
     nwb_buf_cleanup(&scratch);

@@ -253,6 +253,16 @@ test('the worst frame shows its scopes in the flame and its log lines; keys move
             detail.logs.map((l) => l.message),
         );
     }
+    // Its own frame graph (the demo describes one every frame): every pass, in order.
+    assert.ok(detail.frameGraph, 'the demo records a frame graph each frame');
+    const passes = await page.$$eval('#frame-graph-passes tbody tr td:nth-child(2)', (n) =>
+        n.map((x) => x.textContent),
+    );
+    assert.deepEqual(
+        passes,
+        detail.frameGraph.passes.map((p) => p.name),
+    );
+    assert.match(await page.textContent('#frame-graph-summary'), /passes on \d+ packets/);
     await screenshot(page, 'frame-detail');
     // A streaming hitch (the demo's diagnostic marks each) has its warning line: through the
     // diagnostics table's link (the worst frames may be the machine's stalls, not hitches).

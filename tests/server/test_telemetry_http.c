@@ -1104,7 +1104,8 @@ static void test_telemetry_http_frame_lookup_tries_eight_uploads(void **state)
 #define FRAMES_ANSWER_MAX (32u * 1024u * 1024u)
 
 /* The largest frame the format allows: 65,536 CPU scopes (NWB_TEL_CPU_SCOPES_MAX), 4,096 GPU
- * scopes, 300 log lines of 4,096 control bytes (each escaped to six) of which 256 are answered.
+ * scopes, 300 log lines of 4,096 control bytes (each escaped to six) of which 256 are answered,
+ * and the largest frame graph (64 queues, 4,096 packets, 16,384 passes, 65,536 edges).
  * Its answer is strict JSON and well under the 32 MiB cap, so a
  * valid frame never meets the 503; the widest window (4,096 points) of /frames is too. */
 static void test_telemetry_http_largest_frame_fits_the_answer_cap(void **state)
@@ -1117,6 +1118,11 @@ static void test_telemetry_http_largest_frame_fits_the_answer_cap(void **state)
     char *answer = malloc(cap);
     char msg[NWB_TEL_TEXT_MAX];
     char resp[1024], dir[1024], head[2048];
+    nwb_tel_fg_queue_t *fg_queues;
+    nwb_tel_fg_packet_t *fg_packets;
+    nwb_tel_fg_pass_t *fg_passes;
+    nwb_tel_fg_edge_t *fg_edges;
+    nwb_tel_fg_frame_t fg;
     nwb_tel_perf_frame_t pf;
     nwb_buf_t seg;
     size_t bad = 0;
@@ -1137,11 +1143,44 @@ static void test_telemetry_http_largest_frame_fits_the_answer_cap(void **state)
             0xabcdef0123456789ull + i, 7, 7, 1, 1, 1, 0.5, 0.25, 0.75, 0.5, 0.5};
     }
     memset(msg, 0x01, sizeof(msg));
+    /* The largest frame graph: every bound of the format at once, unknown names. */
+    fg_queues = calloc(NWB_TEL_FG_QUEUES_MAX, sizeof(*fg_queues));
+    fg_packets = calloc(NWB_TEL_FG_PACKETS_MAX, sizeof(*fg_packets));
+    fg_passes = calloc(NWB_TEL_FG_PASSES_MAX, sizeof(*fg_passes));
+    fg_edges = calloc(NWB_TEL_FG_EDGES_MAX, sizeof(*fg_edges));
+    assert_true(fg_queues && fg_packets && fg_passes && fg_edges);
+    for (uint32_t i = 0; i < NWB_TEL_FG_QUEUES_MAX; i++) {
+        fg_queues[i] = (nwb_tel_fg_queue_t){0x1111111111111111ull + i, (uint8_t)(i % 3)};
+    }
+    for (uint32_t i = 0; i < NWB_TEL_FG_PACKETS_MAX; i++) {
+        fg_packets[i] = (nwb_tel_fg_packet_t){i % NWB_TEL_FG_QUEUES_MAX, UINT32_MAX, UINT32_MAX};
+    }
+    for (uint32_t i = 0; i < NWB_TEL_FG_PASSES_MAX; i++) {
+        fg_passes[i] =
+            (nwb_tel_fg_pass_t){0x2222222222222222ull + i, i % NWB_TEL_FG_PACKETS_MAX, UINT32_MAX};
+    }
+    for (uint32_t i = 0; i < NWB_TEL_FG_EDGES_MAX; i++) {
+        fg_edges[i] =
+            (nwb_tel_fg_edge_t){i % (NWB_TEL_FG_PASSES_MAX - 1), NWB_TEL_FG_PASSES_MAX - 1 - i % 7};
+        if (fg_edges[i].from == fg_edges[i].to) {
+            fg_edges[i].to--;
+        }
+    }
+    fg = (nwb_tel_fg_frame_t){fg_queues,
+                              fg_packets,
+                              fg_passes,
+                              fg_edges,
+                              NWB_TEL_FG_QUEUES_MAX,
+                              NWB_TEL_FG_PACKETS_MAX,
+                              NWB_TEL_FG_PASSES_MAX,
+                              NWB_TEL_FG_EDGES_MAX,
+                              {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX}};
     pf = (nwb_tel_perf_frame_t){UINT64_MAX / 2,        16000000, cpu, gpu, NWB_TEL_CPU_SCOPES_MAX,
                                 NWB_TEL_GPU_SCOPES_MAX};
     nwb_buf_init(&seg, 64u << 20);
     tel_put_header(&seg, 1);
     assert_int_equal(nwb_tel_encode_perf(&seg, 9, 7, &pf), 0);
+    assert_int_equal(nwb_tel_encode_fg(&seg, 9, 7, &fg), 0);
     for (int i = 0; i < 300; i++) {
         assert_int_equal(nwb_tel_encode_text(&seg, 10, 7, 2, 1, msg, sizeof(msg)), 0);
     }
@@ -1167,11 +1206,16 @@ static void test_telemetry_http_largest_frame_fits_the_answer_cap(void **state)
     }
     expect_in(answer, "\"cpuScopes\":65536,");
     expect_in(answer, "\"moreLogs\":44}");
+    expect_in(answer, "\"frameGraph\":{\"queues\":[");
     print_message("the largest frame answers %ld bytes (cap %u)\n", len, FRAMES_ANSWER_MAX);
 
     snprintf(head, sizeof(head), "/v1/runs/%s/frames?points=4096", strrchr(dir, '/') + 1);
     assert_int_equal(get_status(f, head), 200);
     free(answer);
+    free(fg_edges);
+    free(fg_passes);
+    free(fg_packets);
+    free(fg_queues);
     free(gpu);
     free(cpu);
 }

@@ -308,6 +308,7 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
     tel_expect(json, "\"message\":\"frame 36: ");
     tel_expect(json, "\"message\":\"frame 36 over budget: ");
     tel_expect(json, "],\"moreLogs\":0}");
+    tel_expect(json, "\"frameGraph\":null,\"logs\":["); /* a graph only every 30th frame */
     /* Its duration is the one the report lists among the worst frames. */
     {
         const char *ms = strstr(json, "\"durationMs\":");
@@ -324,6 +325,16 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
         tel_expect(rep, needle);
         nwb_buf_cleanup(&b);
     }
+    free(json);
+
+    /* Frame 59 carries a frame graph: its queues, packets, passes, edges and counters. */
+    json = detail(d + seg[1], seg[2] - seg[1], 59, names, &rc);
+    assert_int_equal(rc, 0);
+    tel_expect(json, "\"frameGraph\":{\"queues\":[{\"name\":\"");
+    tel_expect(json, "\"packets\":[{\"queue\":");
+    tel_expect(json, "\"passes\":[{\"name\":\"");
+    tel_expect(json, "\"edges\":[[");
+    tel_expect(json, "\"counters\":{\"emittedWaits\":");
     free(json);
 
     /* Scopes are grouped by thread, in start order within each. */

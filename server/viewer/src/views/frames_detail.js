@@ -7,7 +7,7 @@ import { el, replace, table } from '../dom.js';
 import { bytes } from '../format.js';
 import { hashFor } from '../router.js';
 import { createFlame } from './frames_flame.js';
-import { frameGraphSection } from './frames_graph.js';
+import { frameGraphOfFrame } from './frames_graph.js';
 import { count, ms } from './frames_util.js';
 
 /** The links of the frame page: {prev, next, worst, back} hashes (null when there is none). */
@@ -180,8 +180,8 @@ export function renderFrameDetail(section, detail, ctx) {
         logLines(detail),
         el('h3', null, 'Memory'),
         memoryTotals(detail),
-        el('h3', null, 'Frame graph (the run\u2019s)'),
-        ctx.report ? frameGraphSection(ctx.report) : el('p', { class: 'note' }, 'The report is not loaded.'),
+        el('h3', null, 'Frame graph of this frame'),
+        frameGraphOfFrame(detail),
     );
     return createFlame(flameBox, detail);
 }
