@@ -40,6 +40,10 @@ void nwb__run_info_json(nwb_json_t *j, const struct nwb__run_info *r, int live, 
     nwb_json_u64(j, r->log_bytes);
     nwb_json_key(j, "records");
     nwb_json_u64(j, r->records);
+    nwb_json_key(j, "drops");
+    nwb_json_u64(j, r->drops);
+    nwb_json_key(j, "tokensUnknown");
+    nwb_json_u64(j, r->tok_unknown);
     nwb_json_key(j, "telemetry");
     nwb_json_bool(j, r->telemetry);
     nwb_json_key(j, "crashes");

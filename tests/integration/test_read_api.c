@@ -383,6 +383,11 @@ static void test_runs_list_filter_limit_and_counters(void **state)
     assert_string_equal(r.body, "{\"runs\":[]}\n");
     resp_free(&r);
     get_json(f->srv.port, "/v1/runs?limit=1000", &r);
+    /* The list carries the gap markers and unknown tokens too (a runs view needs no per-run
+     * request for them). */
+    assert_non_null(run_obj(r.body, a3, obj, sizeof(obj)));
+    assert_int_equal(num(obj, "drops"), 1);
+    assert_int_equal(num(obj, "tokensUnknown"), 0);
     resp_free(&r);
 
     /* One run with its counters: the DROPNOTE record is the gap marker. */

@@ -511,7 +511,8 @@ static void test_run_json_is_strict_json_with_every_field(void **state)
                         "\"started\":\"2025-03-01T08:00:00.000Z\",\"lastActivity\":\"",
                         strlen("{\"id\":\"" RUN_C "\",\"program\":\"other_app\",\"run\":\"c_d\","
                                "\"started\":\"2025-03-01T08:00:00.000Z\",\"lastActivity\":\""));
-    assert_non_null(strstr(text, "\",\"live\":true,\"logBytes\":2,\"records\":0,\"telemetry\":true,"
+    assert_non_null(strstr(text, "\",\"live\":true,\"logBytes\":2,\"records\":0,\"drops\":0,"
+                                 "\"tokensUnknown\":0,\"telemetry\":true,"
                                  "\"crashes\":0,\"counters\":{\"records\":0,\"drops\":0,"
                                  "\"tokensDecoded\":0,\"tokensUnknown\":0,"
                                  "\"telemetryUploads\":0},\"listed\":true}"));

@@ -1,8 +1,8 @@
 // views/runs.js - #/runs: every run, newest first (GET /v1/runs), live from GET /v1/events: a
 // "run" event adds or refreshes its row (GET /v1/runs/<id>), "log" events update the log size
 // at once and mark the row for a refetch (coalesced: at most two rounds a second), "reset"
-// re-reads the list. Gaps (drop markers) are only in GET /v1/runs/<id>: they are read for the
-// newest DETAIL_ROWS rows. ?program=NAME filters; ?follow=NAME opens the newest run of NAME's
+// re-reads the list. Gaps (drop markers) come with every run object (`drops`). ?program=NAME
+// filters; ?follow=NAME opens the newest run of NAME's
 // log with follow on (or waits for its first run). #/runs/<id> is runs_run.js.
 
 import { getJson } from '../api.js';
@@ -14,9 +14,8 @@ import { count, crashesCell, runDuration, stateBadge, telemetryCell } from './ru
 
 export { renderRun } from './runs_run.js';
 
-/** Runs the list asks for (GET /v1/runs?limit=), and the newest of them whose counters are read. */
+/** Runs the list asks for (GET /v1/runs?limit=). */
 export const LIST_LIMIT = 500;
-export const DETAIL_ROWS = 100;
 const DETAIL_PARALLEL = 4;
 const REFRESH_MS = 500; // at most one refetch round per this
 const LIVE_POLL_MS = 2000; // live rows are re-read this often: "ended" comes with no event
@@ -65,7 +64,7 @@ export async function renderRuns(container, route, signal) {
     const wantProgram = route.query.get('program') || '';
     const follow = route.query.get('follow');
     const runs = new Map(); // id -> run (list object, or the single view's)
-    const gaps = new Map(); // id -> counters.drops
+    const gaps = new Map(); // id -> drops (gap markers)
     const rows = new Map(); // id -> <tr>
     const dirty = new Set();
     let fullReload = false;
@@ -160,7 +159,7 @@ export async function renderRuns(container, route, signal) {
                 try {
                     const one = await getJson(runPath(id), { signal });
                     runs.set(id, one);
-                    gaps.set(id, one.counters?.drops);
+                    gaps.set(id, one.drops ?? one.counters?.drops);
                     if (rows.has(id)) {
                         drawRow(id);
                     }
@@ -181,8 +180,10 @@ export async function renderRuns(container, route, signal) {
         const { runs: list } = await getJson(`/v1/runs?limit=${LIST_LIMIT}`, { signal });
         runs.clear();
         rows.clear();
+        gaps.clear();
         for (const r of list) {
             runs.set(r.id, { ...r, counters: undefined });
+            gaps.set(r.id, r.drops);
         }
         drawAll();
     };
@@ -194,11 +195,6 @@ export async function renderRuns(container, route, signal) {
             if (fullReload || ids.length > PER_RUN_MAX) {
                 fullReload = false;
                 await readList();
-                await readDetails(
-                    shown()
-                        .slice(0, DETAIL_ROWS)
-                        .map((r) => r.id),
-                );
                 return;
             }
             const fresh = ids.filter((id) => !runs.has(id));
@@ -290,9 +286,4 @@ export async function renderRuns(container, route, signal) {
         signal,
     );
     every(LIVE_POLL_MS, () => live().forEach((r) => mark(r.id)), signal);
-    await readDetails(
-        shown()
-            .slice(0, DETAIL_ROWS)
-            .map((r) => r.id),
-    );
 }
