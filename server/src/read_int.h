@@ -198,6 +198,7 @@ int nwb__read_log_tail(int fd, uint64_t size, uint64_t lines, uint64_t max_bytes
 #define NWB__RUN_COUNTERS_FILE      ".nwb-counters"
 #define NWB__RUN_COUNTERS_VERSION   1u
 #define NWB__RUN_COUNTERS_PERIOD_MS 1000u
+#define NWB__RUN_LIVE_CHECK_MS      1000u /* how often live runs are checked for "ended" */
 #define NWB__RUN_COUNTERS_READ_MAX  4096u
 
 /* What the index knows of one run. */
@@ -220,10 +221,11 @@ struct nwb__run_info {
 };
 
 /* What changed, for nwb__run_index_watch() listeners. */
-#define NWB__RUN_CHANGE_NEW       0x1u /* the run entered the index */
-#define NWB__RUN_CHANGE_LOG       0x2u /* log.txt grew (info->log_bytes) */
-#define NWB__RUN_CHANGE_TELEMETRY 0x4u /* an upload was accepted: the report changed */
-#define NWB__RUN_CHANGE_CRASH     0x8u /* a crash was attributed to it */
+#define NWB__RUN_CHANGE_NEW       0x1u  /* the run entered the index */
+#define NWB__RUN_CHANGE_LOG       0x2u  /* log.txt grew (info->log_bytes) */
+#define NWB__RUN_CHANGE_TELEMETRY 0x4u  /* an upload was accepted: the report changed */
+#define NWB__RUN_CHANGE_CRASH     0x8u  /* a crash was attributed to it */
+#define NWB__RUN_CHANGE_ENDED     0x10u /* it stopped being live (--run-live-s without activity) */
 
 typedef void (*nwb__run_change_fn)(void *ctx, const struct nwb__run_info *info, unsigned what);
 

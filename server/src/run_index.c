@@ -44,6 +44,10 @@ struct entry {
     uint64_t key_hash;
     int dirty;  /* counters changed since the last write */
     int loaded; /* 0: made at run time; the counters file's counts are not added in yet */
+    /* the live list: runs active in this process and not yet reported ended */
+    struct entry *live_next;
+    struct entry *live_prev;
+    int in_live;
 };
 
 /* A crash attributed to a run (by program and run, so it outlives the run's entry). */
@@ -87,6 +91,9 @@ struct nwb__run_index {
     int full_reported;
     nwb__run_change_fn watch_fn;
     void *watch_ctx;
+    /* runs that are live, and the timer that reports each one ended (runs only while any is) */
+    struct entry *live_head;
+    uv_timer_t live_timer;
     /* counters persistence */
     uv_timer_t timer;
     uv_work_t work;
@@ -206,10 +213,28 @@ static void unlink_chain(struct entry **pp, struct entry *e, int by_id)
     *pp = by_id ? e->id_next : e->key_next;
 }
 
+static void live_unlink(struct nwb__run_index *idx, struct entry *e)
+{
+    if (!e->in_live) {
+        return;
+    }
+    if (e->live_prev != NULL) {
+        e->live_prev->live_next = e->live_next;
+    } else {
+        idx->live_head = e->live_next;
+    }
+    if (e->live_next != NULL) {
+        e->live_next->live_prev = e->live_prev;
+    }
+    e->live_next = e->live_prev = NULL;
+    e->in_live = 0;
+}
+
 static void entry_remove(struct nwb__run_index *idx, struct entry *e)
 {
     const size_t pos = sorted_pos(idx, &e->info);
 
+    live_unlink(idx, e);
     memmove(&idx->sorted[pos], &idx->sorted[pos + 1],
             (idx->count - pos - 1) * sizeof(idx->sorted[0]));
     idx->count--;
@@ -620,11 +645,61 @@ static struct entry *entry_for(struct nwb__run_index *idx, const char *dir, cons
     return e;
 }
 
-static void activity(struct entry *e, uint64_t wall_ns)
+static void on_live_timer(uv_timer_t *t);
+
+/* One wakeup at the earliest moment a live run can stop being live (its last activity plus
+ * --run-live-s); nothing while no run is live, so an idle server has no timer running. */
+static void live_timer_arm(struct nwb__run_index *idx)
+{
+    const uint64_t now = nwb_time_mono_ns();
+    uint64_t earliest = UINT64_MAX;
+
+    if (idx->closing || idx->live_head == NULL || uv_is_active((uv_handle_t *)&idx->live_timer)) {
+        return;
+    }
+    for (const struct entry *e = idx->live_head; e != NULL; e = e->live_next) {
+        const uint64_t at = e->info.active_mono_ns + idx->live_ns;
+
+        earliest = at < earliest ? at : earliest;
+    }
+    uv_timer_start(&idx->live_timer, on_live_timer,
+                   earliest > now ? (earliest - now) / 1000000u + 1 : 0, 0);
+}
+
+static void on_live_timer(uv_timer_t *t)
+{
+    struct nwb__run_index *idx = t->data;
+    struct entry *e = idx->live_head;
+
+    while (e != NULL) {
+        struct entry *const next = e->live_next;
+
+        if (!nwb__run_index_live(idx, &e->info)) {
+            live_unlink(idx, e);
+            if (idx->watch_fn != NULL) {
+                idx->watch_fn(idx->watch_ctx, &e->info, NWB__RUN_CHANGE_ENDED);
+            }
+        }
+        e = next;
+    }
+    live_timer_arm(idx); /* the next run to end, if any is still live */
+}
+
+static void activity(struct nwb__run_index *idx, struct entry *e, uint64_t wall_ns)
 {
     e->info.active_mono_ns = nwb_time_mono_ns();
     if (wall_ns > e->info.last_activity_ns) {
         e->info.last_activity_ns = wall_ns;
+    }
+    if (!e->in_live) {
+        e->live_prev = NULL;
+        e->live_next = idx->live_head;
+        if (idx->live_head != NULL) {
+            idx->live_head->live_prev = e;
+        }
+        idx->live_head = e;
+        e->in_live = 1;
+        live_timer_arm(idx);
     }
 }
 
@@ -652,7 +727,7 @@ void nwb__run_index_log_job(struct nwb__run_index *idx, const struct nwb__log_jo
         e->info.drops += job->drops;
         e->info.tok_decoded += job->tok_decoded;
         e->info.tok_unknown += job->tok_unknown;
-        activity(e, job->recv_time_ns);
+        activity(idx, e, job->recv_time_ns);
     }
     /* A new entry is written soon too: that write adds in the counts of its file. */
     changed(idx, e, written || (what & NWB__RUN_CHANGE_NEW) != 0, what);
@@ -669,7 +744,7 @@ void nwb__run_index_telemetry(struct nwb__run_index *idx, const char *dir, const
     }
     e->info.tel_uploads++;
     e->info.telemetry = 1;
-    activity(e, nwb_time_now_ns());
+    activity(idx, e, nwb_time_now_ns());
     changed(idx, e, 1, what);
 }
 
@@ -1026,9 +1101,11 @@ int nwb__run_index_create(uv_loop_t *loop, const char *out_dir, unsigned live_s,
     /* Last: from here on only nwb__run_index_close() releases it. */
     uv_timer_init(loop, &idx->timer);
     idx->timer.data = idx;
+    uv_timer_init(loop, &idx->live_timer);
+    idx->live_timer.data = idx;
     uv_async_init(loop, &idx->async, on_async);
     idx->async.data = idx;
-    idx->handles_open = 2;
+    idx->handles_open = 3;
     *out = idx;
     return 0;
 
@@ -1055,6 +1132,7 @@ static void finish_close(struct nwb__run_index *idx)
         batch_apply(idx);
     }
     uv_close((uv_handle_t *)&idx->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&idx->live_timer, on_handle_closed);
     uv_close((uv_handle_t *)&idx->async, on_handle_closed);
 }
 
@@ -1067,6 +1145,7 @@ void nwb__run_index_close(struct nwb__run_index *idx, void (*closed)(void *ctx),
     idx->closed = closed;
     idx->closed_ctx = ctx;
     uv_timer_stop(&idx->timer);
+    uv_timer_stop(&idx->live_timer);
     if (!idx->flushing) {
         finish_close(idx);
     }

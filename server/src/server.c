@@ -298,6 +298,9 @@ static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned 
     if (what & NWB__RUN_CHANGE_CRASH) {
         nwb__events_run_changed(srv->events, info->id, info->program, info->run, "crash");
     }
+    if (what & NWB__RUN_CHANGE_ENDED) {
+        nwb__events_run_changed(srv->events, info->id, info->program, info->run, "ended");
+    }
 }
 
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)

@@ -375,6 +375,45 @@ static void test_events_live_restart_gives_a_reset_then_the_run_again(void **sta
     nwb_test_sse_close(&s);
 }
 
+/* --run-live-s 1: a run that stops writing gets a "run" event with change "ended" once it is
+ * no longer live (within a second of the window), and only then. */
+static void test_events_live_a_quiet_run_is_reported_ended(void **state)
+{
+    static const char *const extra[] = {"--run-live-s", "1", NULL};
+    struct fx *f = *state;
+    static struct nwb_test_sse s;
+    struct nwb_test_sse_block b;
+    char out[600], id[RUN_ID_MAX], got[RUN_ID_MAX], change[32];
+    long long t0, waited;
+    int status;
+
+    status = nwb_test_server_stop(&f->srv, SIGTERM, 10000);
+    f->srv_up = 0;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    snprintf(out, sizeof(out), "%s/srv", f->dir);
+    assert_int_equal(nwb_test_server_start(&f->srv, NULL, out, 0, extra), 0);
+    f->srv_up = 1;
+    assert_int_equal(nwb_test_sse_open(&s, f->srv.port, "/v1/events", NULL, 0, WAIT_MS), 0);
+    (void)first_position(&s);
+    t0 = nwb_test_now_ms(); /* before the write: the run is live from it on */
+    (void)post_line(f, &s, 1, id, sizeof(id));
+    for (;;) {
+        assert_int_equal(nwb_test_sse_next_event(&s, &b, WAIT_MS), 1);
+        if (strcmp(b.event, "run") != 0) {
+            continue;
+        }
+        json_str(b.data, "id", got, sizeof(got));
+        json_str(b.data, "change", change, sizeof(change));
+        if (strcmp(got, id) == 0 && strcmp(change, "ended") == 0) {
+            break;
+        }
+    }
+    waited = nwb_test_now_ms() - t0;
+    assert_true(waited >= 1000);  /* not before the live window passed */
+    assert_true(waited <= 10000); /* and soon after it (a check a second) */
+    nwb_test_sse_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +422,8 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(test_events_live_restart_gives_a_reset_then_the_run_again,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_live_a_quiet_run_is_reported_ended, setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

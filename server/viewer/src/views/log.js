@@ -15,12 +15,11 @@ import { LEVELS, lineHas } from './log_lines.js';
 import { LogPane } from './log_pane.js';
 import { firstLineAt, offsetOfTime, scanLog, SCAN_BYTES } from './log_search.js';
 import { CACHE_BYTES, CACHE_LINES, LogStore } from './log_store.js';
-import { every, watchEvents } from './runs_events.js';
+import { watchEvents } from './runs_events.js';
 import { followControl, followWanted, isNewerRunOf } from './runs_follow.js';
 import { onViewKeys } from './runs_keys.js';
 
 const URL_SETTLE_MS = 250; // the URL follows the position once it rests this long
-const LIVE_POLL_MS = 3000; // while live, the run is re-read this often (to see it end)
 
 const HELP =
     'Keys: / search · Enter or n next match, Shift+Enter or N previous · End tail (live) · Home start · ' +
@@ -355,6 +354,11 @@ export async function renderLog(container, route, signal) {
             run: (d) => {
                 if (following && isNewerRunOf(d, run.program, id)) {
                     window.location.hash = hashFor('log', { run: d.id }, { follow: 1 });
+                } else if (d.id === id && d.change === 'ended') {
+                    run.live = false; // the server says so: no polling for it
+                    drawLive(streamState);
+                    drawPosition();
+                    drawLinks();
                 }
             },
             log: (d) => {
@@ -401,23 +405,5 @@ export async function renderLog(container, route, signal) {
             fn();
         }
     });
-    // "ended" comes with no event: while live, the run is re-read now and then.
-    every(
-        LIVE_POLL_MS,
-        async () => {
-            if (!run.live) {
-                return;
-            }
-            try {
-                run = await getJson(`/v1/runs/${encodeURIComponent(id)}`, { signal });
-                drawLive(streamState);
-                drawPosition();
-                drawLinks();
-            } catch {
-                /* the next round tries again */
-            }
-        },
-        signal,
-    );
     signal.addEventListener('abort', () => clearTimeout(urlTimer), { once: true });
 }

@@ -18,7 +18,6 @@ export { renderRun } from './runs_run.js';
 export const LIST_LIMIT = 500;
 const DETAIL_PARALLEL = 4;
 const REFRESH_MS = 500; // at most one refetch round per this
-const LIVE_POLL_MS = 2000; // live rows are re-read this often: "ended" comes with no event
 const PER_RUN_MAX = 8; // more dirty rows than this in a round: re-read the whole list
 
 const runPath = (id) => `/v1/runs/${encodeURIComponent(id)}`;
@@ -285,5 +284,4 @@ export async function renderRuns(container, route, signal) {
         },
         signal,
     );
-    every(LIVE_POLL_MS, () => live().forEach((r) => mark(r.id)), signal);
 }

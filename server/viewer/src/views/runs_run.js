@@ -15,7 +15,6 @@ import { onViewKeys } from './runs_keys.js';
 
 const TAIL_LINES = 12;
 const REFRESH_MS = 500;
-const LIVE_POLL_MS = 2000;
 
 function field(name, label, value) {
     return [el('dt', null, label), el('dd', { dataset: { field: name } }, value)];
@@ -172,7 +171,6 @@ export async function renderRun(container, route, signal) {
         () => run.live && replace(fields.querySelector('dd[data-field="duration"]'), runDuration(run)),
         signal,
     );
-    every(LIVE_POLL_MS, () => run.live && refresh.request(), signal);
     onViewKeys(signal, (e) => {
         if (e.key === 'f') {
             follow.toggle();
