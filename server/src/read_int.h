@@ -226,6 +226,7 @@ struct nwb__run_info {
 #define NWB__RUN_CHANGE_TELEMETRY 0x4u  /* an upload was accepted: the report changed */
 #define NWB__RUN_CHANGE_CRASH     0x8u  /* a crash was attributed to it */
 #define NWB__RUN_CHANGE_ENDED     0x10u /* it stopped being live (--run-live-s without activity) */
+#define NWB__RUN_CHANGE_RESUMED   0x20u /* active again after it was reported ended */
 
 typedef void (*nwb__run_change_fn)(void *ctx, const struct nwb__run_info *info, unsigned what);
 

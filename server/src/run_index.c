@@ -48,6 +48,7 @@ struct entry {
     struct entry *live_next;
     struct entry *live_prev;
     int in_live;
+    int ended; /* reported ended, and not active since */
 };
 
 /* A crash attributed to a run (by program and run, so it outlives the run's entry). */
@@ -676,6 +677,7 @@ static void on_live_timer(uv_timer_t *t)
 
         if (!nwb__run_index_live(idx, &e->info)) {
             live_unlink(idx, e);
+            e->ended = 1;
             if (idx->watch_fn != NULL) {
                 idx->watch_fn(idx->watch_ctx, &e->info, NWB__RUN_CHANGE_ENDED);
             }
@@ -700,6 +702,13 @@ static void activity(struct nwb__run_index *idx, struct entry *e, uint64_t wall_
         idx->live_head = e;
         e->in_live = 1;
         live_timer_arm(idx);
+        if (e->ended) {
+            /* Quiet long enough to be reported ended, and writing again: say so too. */
+            e->ended = 0;
+            if (idx->watch_fn != NULL) {
+                idx->watch_fn(idx->watch_ctx, &e->info, NWB__RUN_CHANGE_RESUMED);
+            }
+        }
     }
 }
 

@@ -301,6 +301,9 @@ static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned 
     if (what & NWB__RUN_CHANGE_ENDED) {
         nwb__events_run_changed(srv->events, info->id, info->program, info->run, "ended");
     }
+    if (what & NWB__RUN_CHANGE_RESUMED) {
+        nwb__events_run_changed(srv->events, info->id, info->program, info->run, "active");
+    }
 }
 
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
