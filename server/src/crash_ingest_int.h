@@ -32,6 +32,15 @@ int nwb__crash_id_valid(const char *s);
 /* The raw file extension from the leading bytes: "tar.zst", "tar.gz", "zip", "tar" or "bin". */
 const char *nwb__crash_sniff_ext(const void *body, size_t len);
 
+/* The archive kinds the store names raw/ and invalid/ files by ("<id>.<ext>"), with the media
+ * type GET /v1/crashes/<id>/archive answers them as (read_files.c). */
+struct nwb__crash_archive_kind {
+    const char *ext;
+    const char *type;
+};
+extern const struct nwb__crash_archive_kind nwb__crash_archive_kinds[];
+extern const size_t nwb__crash_archive_kinds_count;
+
 /* ---- the store: the crashes/ folder (crash_store.c) ---- */
 
 /* The three visible categories under crashes/. */

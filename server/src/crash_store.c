@@ -30,7 +30,13 @@
 /* The file names an id takes in raw/ and invalid/ ("<id>.<ext>", "<id>.reason.txt"). */
 #define NAME_CAP (NWB_CRASH_INGEST_ID_LEN + 16u)
 
-static const char *const known_exts[] = {"tar.zst", "tar.gz", "zip", "tar", "bin"};
+/* Every extension nwb__crash_sniff_ext() gives, with the media type the archive is served as. */
+const struct nwb__crash_archive_kind nwb__crash_archive_kinds[] = {
+    {"tar.zst", "application/zstd"},     {"tar.gz", "application/gzip"},
+    {"zip", "application/zip"},          {"tar", "application/x-tar"},
+    {"bin", "application/octet-stream"},
+};
+const size_t nwb__crash_archive_kinds_count = NWB_ARRAY_SIZE(nwb__crash_archive_kinds);
 
 /* ---- SHA-256 (FIPS 180-4) ---- */
 
@@ -319,9 +325,9 @@ static void reason_name(const char *id, char name[NAME_CAP])
 /* The known extension equal to @p ext, or NULL. */
 static const char *known_ext(const char *ext)
 {
-    for (size_t i = 0; i < NWB_ARRAY_SIZE(known_exts); i++) {
-        if (strcmp(ext, known_exts[i]) == 0) {
-            return known_exts[i];
+    for (size_t i = 0; i < nwb__crash_archive_kinds_count; i++) {
+        if (strcmp(ext, nwb__crash_archive_kinds[i].ext) == 0) {
+            return nwb__crash_archive_kinds[i].ext;
         }
     }
     return NULL;

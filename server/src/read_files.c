@@ -248,16 +248,8 @@ void nwb__read_crash_file_handle(struct nwb__conn *c)
 /* ---- GET /v1/crashes/<id>/archive ---- */
 
 /* Where the store keeps an upload (crash_store.c): raw/ while it is kept, invalid/ once it was
- * refused, named <id>.<ext> with an extension of nwb__crash_sniff_ext(); and its type. */
+ * refused, named <id>.<ext> with one of nwb__crash_archive_kinds. */
 static const char *const archive_folders[] = {"raw", "invalid"};
-static const struct {
-    const char *ext;
-    const char *type;
-} archive_types[] = {
-    {"tar.zst", "application/zstd"},     {"tar.gz", "application/gzip"},
-    {"zip", "application/zip"},          {"tar", "application/x-tar"},
-    {"bin", "application/octet-stream"},
-};
 
 static void crash_archive_run(struct nwb__conn *c)
 {
@@ -267,17 +259,19 @@ static void crash_archive_run(struct nwb__conn *c)
 
     /* raw/ first: an archive moves from raw/ to invalid/, never back. */
     for (size_t i = 0; i < NWB_ARRAY_SIZE(archive_folders) && fd == -ENOENT; i++) {
-        for (size_t j = 0; j < NWB_ARRAY_SIZE(archive_types) && fd == -ENOENT; j++) {
+        for (size_t j = 0; j < nwb__crash_archive_kinds_count && fd == -ENOENT; j++) {
+            const struct nwb__crash_archive_kind *k = &nwb__crash_archive_kinds[j];
+
             snprintf(path, sizeof(path), "%s/crashes/%s/%s.%s", c->srv->out_dir, archive_folders[i],
-                     f->id, archive_types[j].ext);
+                     f->id, k->ext);
             fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (fd < 0) {
                 fd = -errno;
             } else {
-                f->ctype = archive_types[j].type;
+                f->ctype = k->type;
                 snprintf(f->extra, sizeof(f->extra),
                          "Content-Disposition: attachment; filename=\"%.32s.%s\"\r\n", f->id,
-                         archive_types[j].ext);
+                         k->ext);
             }
         }
     }

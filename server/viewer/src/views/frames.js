@@ -280,10 +280,11 @@ export async function renderFrames(container, route, signal) {
     const windowLoader = coalescer(loadWindow, WINDOW_GAP_MS, showError);
     cleanups.push(() => windowLoader.stop());
 
-    async function loadReport() {
+    // @p known: the run's object when the caller has just read it (start), else it is read.
+    async function loadReport(known = null) {
         const [report, runInfo] = await Promise.all([
             getJson(reportPath(run), { signal }),
-            getJson(runPath(run), { signal }).catch(() => null),
+            known ?? getJson(runPath(run), { signal }).catch(() => null),
         ]);
         if (signal.aborted) {
             return;
@@ -311,7 +312,7 @@ export async function renderFrames(container, route, signal) {
             selected === null
                 ? Promise.resolve(null)
                 : getJson(framePath(run, selected), { signal }).catch((err) => err);
-        await Promise.all([loadWindow(), loadReport()]);
+        await Promise.all([loadWindow(), loadReport(info)]);
         const detail = await detailLoad;
         if (signal.aborted) {
             return;
