@@ -18,6 +18,7 @@ import { after, test } from 'node:test';
 
 import {
     newPage,
+    readyAfter,
     requireChromium,
     screenshot,
     textOf,
@@ -115,8 +116,7 @@ test('a real --crash segv package appears live and its page shows the signal and
         `#/runs/${encodeURIComponent(run.id)}`,
     );
 
-    await page.click(`#crash-table tr[data-crash-id="${segvId}"] a`);
-    await page.waitForSelector('#view[data-ready]');
+    await readyAfter(page, () => page.click(`#crash-table tr[data-crash-id="${segvId}"] a`));
     assert.equal(new URL(page.url()).hash, `#/crashes/${segvId}`);
     assert.match(await textOf(page, '#crash-signal'), /^SIGSEGV \(SEGV_MAPERR\) at address 0x0+ in thread /);
     assert.match(await textOf(page, '#crash-address'), /^0x[0-9a-f]+$/);
@@ -180,16 +180,14 @@ test('an invalid upload is in its own tab with the reason the server gave', asyn
     await page.waitForSelector('#view[data-ready]');
     assert.equal(await page.$(`#crash-table tr[data-crash-id="${badId}"]`), null, 'not among the packages');
     assert.match(await textOf(page, '#crash-tab-invalid'), /Invalid uploads \(1\)/);
-    await page.click('#crash-tab-invalid');
-    await page.waitForSelector('#view[data-ready]');
+    await readyAfter(page, () => page.click('#crash-tab-invalid'));
     assert.equal(new URL(page.url()).hash, '#/crashes?tab=invalid');
     const sel = `#crash-invalid-table tr[data-crash-id="${badId}"]`;
     await textWhen(page, sel, reason);
     assert.ok((await page.textContent(sel)).includes('broken-tool'));
     await screenshot(page, 'crashes-invalid');
-    await page.click(`${sel} a`);
+    await readyAfter(page, () => page.click(`${sel} a`));
     assert.equal(await textOf(page, '#crash-reason'), reason);
-    await page.waitForSelector('#view[data-ready]');
     await assertClean(page, seen);
     await context.close();
 });
@@ -223,8 +221,7 @@ test('the filters narrow the list and live in the URL', async () => {
     assert.deepEqual(await ids(), [segvId]);
     assert.equal(await page.inputValue('#crash-filter'), 'nwb-demo');
     assert.equal(await page.inputValue('#crash-status'), 'extracted');
-    await page.goto(`${server.url}/#/crashes`);
-    await page.waitForSelector('#view[data-ready]');
+    await readyAfter(page, () => page.goto(`${server.url}/#/crashes`));
     await screenshot(page, 'crashes');
     await assertClean(page, seen);
     await context.close();

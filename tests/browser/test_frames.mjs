@@ -19,6 +19,7 @@ import { after, before, test } from 'node:test';
 import {
     launchBrowser,
     newPage,
+    readyAfter,
     requireChromium,
     screenshot,
     startServer,
@@ -149,6 +150,19 @@ async function waitHash(page, want) {
     }
 }
 
+/**
+ * Do @p action (a click, a key, Back, a goto within the page) and wait until the view it leads
+ * to is drawn at @p want: its own readiness, not the view before it (see readyAfter).
+ */
+async function navigate(page, want, action) {
+    try {
+        await readyAfter(page, action);
+    } catch (err) {
+        throw new Error(`${err.message}; the hash is ${hashOf(page)}, waiting for ${want}`);
+    }
+    await waitHash(page, want);
+}
+
 /** A new page at the run's frames view (with @p query), drawn; and the report's worst frame. */
 async function openFrames(query = '') {
     assert.ok(ctx.run, 'the first test found the run');
@@ -213,9 +227,7 @@ test('the frames view follows the live run and ends with as many frames as the d
 
 test('the worst frame shows its scopes in the flame and its log lines; keys move between frames', async () => {
     const { page, seen, context, report, worst } = await openFrames();
-    await page.click('#frames-worst');
-    await waitHash(page, `${framesHash()}/${worst}`);
-    await ready(page);
+    await navigate(page, `${framesHash()}/${worst}`, () => page.click('#frames-worst'));
     await page.waitForSelector('#frame-flame');
     const detail = await api(`/v1/runs/${ctx.run}/frames/${worst}`);
     assert.match(
@@ -268,9 +280,9 @@ test('the worst frame shows its scopes in the flame and its log lines; keys move
     // diagnostics table's link (the worst frames may be the machine's stalls, not hitches).
     const hitch = report.diagnostics.listed[0];
     assert.ok(hitch, 'the demo recorded a hitch diagnostic');
-    await page.click(`#frames-diagnostics a[href$="/frames/${hitch.frame}"]`);
-    await waitHash(page, `${framesHash()}/${hitch.frame}`);
-    await ready(page);
+    await navigate(page, `${framesHash()}/${hitch.frame}`, () =>
+        page.click(`#frames-diagnostics a[href$="/frames/${hitch.frame}"]`),
+    );
     await page.waitForSelector('#frame-flame');
     const hitchLines = await page.$$eval('#frame-logs li', (n) => n.map((x) => x.textContent));
     assert.ok(
@@ -282,19 +294,14 @@ test('the worst frame shows its scopes in the flame and its log lines; keys move
     await page.$eval('#frame-detail', (n) => n.scrollIntoView());
     await screenshot(page, 'frame-hitch');
     // Keys: Right / Left step, w goes to the worst, Esc back to the chart.
-    const at = async (frame) => {
-        await waitHash(page, `${framesHash()}/${frame}`);
-        await ready(page);
-    };
-    await page.keyboard.press('ArrowRight');
-    await at(hitch.frame + 1);
-    await page.keyboard.press('ArrowLeft');
-    await at(hitch.frame);
-    await page.keyboard.press('w');
-    await at(worst);
-    await page.keyboard.press('Escape');
-    await waitHash(page, framesHash());
-    await ready(page);
+    const key = (name, frame) =>
+        navigate(page, frame === null ? framesHash() : `${framesHash()}/${frame}`, () =>
+            page.keyboard.press(name),
+        );
+    await key('ArrowRight', hitch.frame + 1);
+    await key('ArrowLeft', hitch.frame);
+    await key('w', worst);
+    await key('Escape', null);
     await assertClean(seen);
     await context.close();
 });
@@ -316,12 +323,8 @@ test('clicking the chart at the worst frame opens it; drag zooms, pan and reset 
     const { page, seen, context, report, worst } = await openFrames();
     const p = await xOfFrame(page, worst);
     await page.mouse.move(p.x, p.y);
-    await page.mouse.click(p.x, p.y);
-    await waitHash(page, `${framesHash()}/${worst}`);
-    await ready(page);
-    await page.goBack();
-    await waitHash(page, framesHash());
-    await ready(page);
+    await navigate(page, `${framesHash()}/${worst}`, () => page.mouse.click(p.x, p.y));
+    await navigate(page, framesHash(), () => page.goBack());
 
     // Drag from a quarter to a half of the plot: the window goes into the URL and to the server.
     const q = await xOfFrame(page, 0);
@@ -361,13 +364,13 @@ test('clicking the chart at the worst frame opens it; drag zooms, pan and reset 
     await waitHash(page, framesHash());
     await textWhen(page, '#frames-window', `frames 0–${(ctx.demoFrames - 1).toLocaleString('en-US')}:`);
     // Reset made a history entry: Back shows the zoomed window again.
-    await page.goBack();
+    await readyAfter(page, () => page.goBack());
     await page.waitForFunction(() => /[?&]from=\d+&to=\d+/.test(window.location.hash));
-    await ready(page);
     await textWhen(page, '#frames-window', /^frames \d+–\d+: \d+ frames/);
     // A shared URL with a window opens at that window.
-    await page.goto(`${ctx.server.url}/${framesHash()}?from=100&to=199`);
-    await ready(page);
+    await navigate(page, `${framesHash()}?from=100&to=199`, () =>
+        page.goto(`${ctx.server.url}/${framesHash()}?from=100&to=199`),
+    );
     await textWhen(page, '#frames-window', 'frames 100–199: 100 frames');
     await assertClean(seen);
     await context.close();

@@ -2,7 +2,9 @@
 // client, shows the server's status in the header, and renders the view of each URL. A view
 // is render(container, route, signal): it draws into container and stops its fetches and
 // streams when signal aborts (the next URL). A view sets container.dataset.ready = 'true' once
-// its first data is drawn (tests and tests/bench wait on [data-ready]); render() clears it.
+// its first data is drawn (tests and tests/bench wait on [data-ready]); render() clears it and
+// counts itself in data-render, so a waiter can tell this render's readiness from the last one's
+// (the hash changes before the hashchange event runs render()).
 
 import { ApiError, getJson, setTokenAsker } from './api.js';
 import { el, errorBox, replace } from './dom.js';
@@ -67,6 +69,7 @@ async function showServerStatus() {
 
 let current = null;
 
+let renders = 0;
 function render(route) {
     current?.abort();
     current = new AbortController();
@@ -81,6 +84,8 @@ function render(route) {
     });
     container.dataset.view = route.view;
     delete container.dataset.ready;
+    renders += 1;
+    container.dataset.render = String(renders);
     Promise.resolve()
         .then(() => VIEWS[route.view](container, route, signal))
         .catch((err) => {

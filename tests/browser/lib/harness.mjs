@@ -11,9 +11,9 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
-import { waitFor } from './wait.mjs';
+import { readyAfter, waitFor } from './wait.mjs';
 
-export { waitFor };
+export { readyAfter, waitFor };
 
 export const SKIP = 77; // ctest SKIP_RETURN_CODE
 
