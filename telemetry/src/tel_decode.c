@@ -306,6 +306,143 @@ static int perf_decode(const uint8_t *p, size_t size, unsigned version, nwb_tel_
     return 0;
 }
 
+static int thread_decode(const uint8_t *p, size_t size, unsigned version, nwb_tel_thread_view_t *t,
+                         struct fail *f)
+{
+    size_t z;
+
+    if (size < NWB_TEL_THREAD_HEADER) {
+        return set_fail(f, NWB_EPROTO, SIZE_FIELD, "thread payload shorter than its header");
+    }
+    t->thread = nwb_le32_load(p);
+    t->name_len = nwb_le16_load(p + 4);
+    t->records = nwb_le64_load(p + 8);
+    t->dropped = nwb_le64_load(p + 16);
+    t->malformed = nwb_le64_load(p + 24);
+    t->name = (const char *)(p + NWB_TEL_THREAD_HEADER);
+    if (version == 1 && !all_zero(p + 6, 2, &z)) {
+        return set_fail(f, NWB_EPROTO, 6 + z, "reserved thread bytes are not zero");
+    }
+    if (t->name_len > NWB_TEL_THREAD_NAME_MAX) {
+        return set_fail(f, NWB_ETOOBIG, 4, "thread name longer than 64 bytes");
+    }
+    if (t->dropped > t->records) {
+        return set_fail(f, NWB_EPROTO, 16, "thread dropped more records than it recorded");
+    }
+    return check_size(f, size, version, NWB_TEL_THREAD_HEADER + (size_t)t->name_len,
+                      "thread name runs past the payload");
+}
+
+static int strings_decode(const uint8_t *p, size_t size, unsigned version,
+                          nwb_tel_strings_view_t *v, struct fail *f)
+{
+    size_t pos = NWB_TEL_STRINGS_HEADER;
+    size_t z;
+
+    if (size < NWB_TEL_STRINGS_HEADER) {
+        return set_fail(f, NWB_EPROTO, SIZE_FIELD, "string table shorter than its header");
+    }
+    v->count = nwb_le32_load(p);
+    v->entries = p + NWB_TEL_STRINGS_HEADER;
+    if (v->count == 0) {
+        return set_fail(f, NWB_EPROTO, 0, "empty string table");
+    }
+    if (v->count > NWB_TEL_STRINGS_MAX) {
+        return set_fail(f, NWB_ETOOBIG, 0, "more than 1024 strings in one table");
+    }
+    if (version == 1 && !all_zero(p + 4, 4, &z)) {
+        return set_fail(f, NWB_EPROTO, 4 + z, "reserved string-table bytes are not zero");
+    }
+    for (uint32_t i = 0; i < v->count; i++) {
+        size_t len;
+
+        if (size - pos < NWB_TEL_STRING_ENTRY) {
+            return set_fail(f, NWB_EPROTO, SIZE_FIELD, "string entry runs past the payload");
+        }
+        len = nwb_le16_load(p + pos + 8);
+        if (len == 0) {
+            return set_fail(f, NWB_EPROTO, pos + 8, "empty string in a string table");
+        }
+        if (len > NWB_TEL_STRING_MAX) {
+            return set_fail(f, NWB_ETOOBIG, pos + 8, "string longer than 256 bytes");
+        }
+        if (size - pos - NWB_TEL_STRING_ENTRY < len) {
+            return set_fail(f, NWB_EPROTO, SIZE_FIELD, "string entry runs past the payload");
+        }
+        if (nwb_name_hash(p + pos + NWB_TEL_STRING_ENTRY, len) != nwb_le64_load(p + pos)) {
+            return set_fail(f, NWB_EPROTO, pos, "string-table name is not its string's hash");
+        }
+        pos += NWB_TEL_STRING_ENTRY + len;
+    }
+    return check_size(f, size, version, pos, "string entry runs past the payload");
+}
+
+static int counters_decode(const uint8_t *p, size_t size, unsigned version,
+                           nwb_tel_counter_view_t *v, struct fail *f)
+{
+    size_t z;
+    int err;
+
+    if (size < NWB_TEL_COUNTER_HEADER) {
+        return set_fail(f, NWB_EPROTO, SIZE_FIELD, "counter frame shorter than its header");
+    }
+    v->count = nwb_le32_load(p);
+    v->records = p + NWB_TEL_COUNTER_HEADER;
+    if (v->count == 0) {
+        return set_fail(f, NWB_EPROTO, 0, "counter frame without samples");
+    }
+    if (v->count > NWB_TEL_COUNTERS_MAX) {
+        return set_fail(f, NWB_ETOOBIG, 0, "more than 16384 counter samples in one frame");
+    }
+    if (version == 1 && !all_zero(p + 4, 4, &z)) {
+        return set_fail(f, NWB_EPROTO, 4 + z, "reserved counter-frame bytes are not zero");
+    }
+    err = check_size(f, size, version,
+                     NWB_TEL_COUNTER_HEADER + (size_t)v->count * NWB_TEL_COUNTER_SIZE,
+                     "counter samples run past the payload");
+    if (err != 0) {
+        return err;
+    }
+    for (uint32_t i = 0; i < v->count; i++) {
+        const size_t off = NWB_TEL_COUNTER_HEADER + (size_t)i * NWB_TEL_COUNTER_SIZE;
+        double d;
+        const uint64_t bits = nwb_le64_load(p + off + 16);
+
+        memcpy(&d, &bits, sizeof(d));
+        if (!isfinite(d)) {
+            return set_fail(f, NWB_EPROTO, off + 16, "counter value is not finite");
+        }
+        if (version == 1 && !all_zero(p + off + 28, 4, &z)) {
+            return set_fail(f, NWB_EPROTO, off + 28 + z, "reserved counter bytes are not zero");
+        }
+    }
+    return 0;
+}
+
+static int mark_decode(const uint8_t *p, size_t size, unsigned version, nwb_tel_mark_view_t *m,
+                       struct fail *f)
+{
+    size_t z;
+
+    if (size < NWB_TEL_MARK_HEADER) {
+        return set_fail(f, NWB_EPROTO, SIZE_FIELD, "mark payload shorter than its header");
+    }
+    m->thread = nwb_le32_load(p);
+    m->len = nwb_le16_load(p + 4);
+    m->text = (const char *)(p + NWB_TEL_MARK_HEADER);
+    if (version == 1 && !all_zero(p + 6, 2, &z)) {
+        return set_fail(f, NWB_EPROTO, 6 + z, "reserved mark bytes are not zero");
+    }
+    if (m->len == 0) {
+        return set_fail(f, NWB_EPROTO, 4, "mark without text");
+    }
+    if (m->len > NWB_TEL_MARK_MAX) {
+        return set_fail(f, NWB_ETOOBIG, 4, "mark text longer than 256 bytes");
+    }
+    return check_size(f, size, version, NWB_TEL_MARK_HEADER + (size_t)m->len,
+                      "mark text runs past the payload");
+}
+
 /* a += b with overflow detection. */
 static int add_ok(uint64_t *a, uint64_t b)
 {
@@ -462,6 +599,18 @@ int nwb__tel_payload_validate(unsigned kind, unsigned version, const uint8_t *p,
         break;
     case NWB_TEL_KIND_MEMORY_FRAME:
         err = mem_decode(p, size, version, &ev->u.mem, &f);
+        break;
+    case NWB_TEL_KIND_THREAD:
+        err = thread_decode(p, size, version, &ev->u.thread, &f);
+        break;
+    case NWB_TEL_KIND_STRING_TABLE:
+        err = strings_decode(p, size, version, &ev->u.strings, &f);
+        break;
+    case NWB_TEL_KIND_COUNTER_FRAME:
+        err = counters_decode(p, size, version, &ev->u.counters, &f);
+        break;
+    case NWB_TEL_KIND_MARK:
+        err = mark_decode(p, size, version, &ev->u.mark, &f);
         break;
     default:
         return 0;

@@ -387,7 +387,157 @@ int nwb_tel_encode_raw(nwb_buf_t *b, unsigned kind, unsigned version, uint64_t t
     return event_commit(b, kind, version, p, len);
 }
 
+static double ms_at(const uint8_t *p);
+
+/* ---- Format 1.1: threads, string tables, counters, marks ------------------------------- */
+
+int nwb_tel_encode_thread(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_thread_info_t *t)
+{
+    const size_t size = NWB_TEL_THREAD_HEADER + (size_t)t->name_len;
+    uint8_t *p;
+    int err;
+
+    if (t->name_len > NWB_TEL_THREAD_NAME_MAX) {
+        return NWB_ETOOBIG;
+    }
+    p = event_begin(b, NWB_TEL_KIND_THREAD, 1, ts, frame, size, &err);
+    if (p == NULL) {
+        return err;
+    }
+    nwb_le32_store(p, t->thread);
+    nwb_le16_store(p + 4, t->name_len);
+    nwb_le16_store(p + 6, 0);
+    nwb_le64_store(p + 8, t->records);
+    nwb_le64_store(p + 16, t->dropped);
+    nwb_le64_store(p + 24, t->malformed);
+    if (t->name_len > 0) {
+        memcpy(p + NWB_TEL_THREAD_HEADER, t->name, t->name_len);
+    }
+    return event_commit(b, NWB_TEL_KIND_THREAD, 1, p, size);
+}
+
+int nwb_tel_encode_strings(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_string_t *s,
+                           uint32_t n)
+{
+    size_t size = NWB_TEL_STRINGS_HEADER;
+    size_t pos;
+    uint8_t *p;
+    int err;
+
+    if (n == 0) {
+        return NWB_EPROTO;
+    }
+    if (n > NWB_TEL_STRINGS_MAX) {
+        return NWB_ETOOBIG;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (s[i].len == 0 || s[i].len > NWB_TEL_STRING_MAX) {
+            return s[i].len == 0 ? NWB_EPROTO : NWB_ETOOBIG;
+        }
+        size += NWB_TEL_STRING_ENTRY + s[i].len;
+    }
+    p = event_begin(b, NWB_TEL_KIND_STRING_TABLE, 1, ts, frame, size, &err);
+    if (p == NULL) {
+        return err;
+    }
+    nwb_le32_store(p, n);
+    nwb_le32_store(p + 4, 0);
+    pos = NWB_TEL_STRINGS_HEADER;
+    for (uint32_t i = 0; i < n; i++) {
+        nwb_le64_store(p + pos, s[i].name);
+        nwb_le16_store(p + pos + 8, s[i].len);
+        memcpy(p + pos + NWB_TEL_STRING_ENTRY, s[i].str, s[i].len);
+        pos += NWB_TEL_STRING_ENTRY + s[i].len;
+    }
+    return event_commit(b, NWB_TEL_KIND_STRING_TABLE, 1, p, size);
+}
+
+int nwb_tel_encode_counters(nwb_buf_t *b, uint64_t ts, uint64_t frame, const nwb_tel_counter_t *c,
+                            uint32_t n)
+{
+    size_t size;
+    uint8_t *p;
+    int err;
+
+    if (n == 0) {
+        return NWB_EPROTO;
+    }
+    if (n > NWB_TEL_COUNTERS_MAX) {
+        return NWB_ETOOBIG;
+    }
+    size = NWB_TEL_COUNTER_HEADER + (size_t)n * NWB_TEL_COUNTER_SIZE;
+    p = event_begin(b, NWB_TEL_KIND_COUNTER_FRAME, 1, ts, frame, size, &err);
+    if (p == NULL) {
+        return err;
+    }
+    nwb_le32_store(p, n);
+    nwb_le32_store(p + 4, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *q = p + NWB_TEL_COUNTER_HEADER + (size_t)i * NWB_TEL_COUNTER_SIZE;
+        uint64_t bits;
+
+        memcpy(&bits, &c[i].value, sizeof(bits));
+        nwb_le64_store(q, c[i].name);
+        nwb_le64_store(q + 8, c[i].ts_ns);
+        nwb_le64_store(q + 16, bits);
+        nwb_le32_store(q + 24, c[i].thread);
+        nwb_le32_store(q + 28, 0);
+    }
+    return event_commit(b, NWB_TEL_KIND_COUNTER_FRAME, 1, p, size);
+}
+
+int nwb_tel_encode_mark(nwb_buf_t *b, uint64_t ts, uint64_t frame, uint32_t thread,
+                        const char *text, size_t len)
+{
+    uint8_t *p;
+    int err;
+
+    if (len == 0) {
+        return NWB_EPROTO;
+    }
+    if (len > NWB_TEL_MARK_MAX) {
+        return NWB_ETOOBIG;
+    }
+    p = event_begin(b, NWB_TEL_KIND_MARK, 1, ts, frame, NWB_TEL_MARK_HEADER + len, &err);
+    if (p == NULL) {
+        return err;
+    }
+    nwb_le32_store(p, thread);
+    nwb_le16_store(p + 4, (uint16_t)len);
+    nwb_le16_store(p + 6, 0);
+    memcpy(p + NWB_TEL_MARK_HEADER, text, len);
+    return event_commit(b, NWB_TEL_KIND_MARK, 1, p, NWB_TEL_MARK_HEADER + len);
+}
+
 /* ---- Accessors for the larger records --------------------------------------------------- */
+
+void nwb_tel_counter_at(const nwb_tel_counter_view_t *v, uint32_t i, nwb_tel_counter_t *out)
+{
+    const uint8_t *q = v->records + (size_t)i * NWB_TEL_COUNTER_SIZE;
+
+    out->name = nwb_le64_load(q);
+    out->ts_ns = nwb_le64_load(q + 8);
+    out->value = ms_at(q + 16);
+    out->thread = nwb_le32_load(q + 24);
+}
+
+int nwb_tel_string_next(const nwb_tel_strings_view_t *v, size_t *pos, nwb_tel_string_t *out)
+{
+    const uint8_t *p;
+    size_t i;
+
+    /* As nwb_tel_diag_pair_next(): entries produced in the low 16 bits, offset above. */
+    i = *pos & 0xffffu;
+    if (i >= v->count) {
+        return 0;
+    }
+    p = v->entries + (*pos >> 16);
+    out->name = nwb_le64_load(p);
+    out->len = nwb_le16_load(p + 8);
+    out->str = (const char *)(p + NWB_TEL_STRING_ENTRY);
+    *pos = (((*pos >> 16) + NWB_TEL_STRING_ENTRY + out->len) << 16) | (i + 1);
+    return 1;
+}
 
 static double ms_at(const uint8_t *p)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nwb/telemetry_format.h - the telemetry stream format (version 1, docs/telemetry-format.md):
+ * nwb/telemetry_format.h - the telemetry stream format (version 1, format revision 1.1 with the
+ * thread, string-table, counter and mark kinds; docs/telemetry-format.md):
  * constants and bounds, the event kinds, the encoders that write events into a capped byte
  * buffer, and the strict decoder that validates a stream and hands out zero-copy views.
  *
@@ -50,7 +51,11 @@ extern "C" {
     XX(DIAGNOSTIC, 2, "diagnostic")                                                                \
     XX(FRAME_GRAPH, 3, "frameGraphFrame")                                                          \
     XX(PERF_FRAME, 4, "perfFrame")                                                                 \
-    XX(MEMORY_FRAME, 5, "memoryFrame")
+    XX(MEMORY_FRAME, 5, "memoryFrame")                                                             \
+    XX(THREAD, 6, "thread")                                                                        \
+    XX(STRING_TABLE, 7, "stringTable")                                                             \
+    XX(COUNTER_FRAME, 8, "counterFrame")                                                           \
+    XX(MARK, 9, "mark")
 
 typedef enum {
     NWB_TEL_KIND_INVALID = 0,
@@ -59,8 +64,8 @@ typedef enum {
 #undef XX
 } nwb_tel_kind_t;
 
-#define NWB_TEL_KIND_LAST  NWB_TEL_KIND_MEMORY_FRAME
-#define NWB_TEL_KIND_COUNT 5u
+#define NWB_TEL_KIND_LAST  NWB_TEL_KIND_MARK
+#define NWB_TEL_KIND_COUNT 9u
 
 /** The report key of core kind @p kind ("textLog", ...), or NULL for any other value. */
 NWB_API const char *nwb_tel_kind_name(unsigned kind);
@@ -92,6 +97,18 @@ NWB_API const char *nwb_tel_kind_name(unsigned kind);
 #define NWB_TEL_MEM_HEADER      192u
 #define NWB_TEL_MEM_RECORD_SIZE 56u
 #define NWB_TEL_MEM_RECORDS_MAX 4096u
+/* Format 1.1 (issue 15): threads, string tables, counters, marks. */
+#define NWB_TEL_THREAD_HEADER   32u
+#define NWB_TEL_THREAD_NAME_MAX 64u  /* bytes of a thread's name */
+#define NWB_TEL_STRINGS_HEADER  8u
+#define NWB_TEL_STRING_ENTRY    10u  /* u64 name + u16 length, then the bytes */
+#define NWB_TEL_STRINGS_MAX     1024u /* entries in one string-table event */
+#define NWB_TEL_STRING_MAX      256u  /* bytes of one string */
+#define NWB_TEL_COUNTER_HEADER  8u
+#define NWB_TEL_COUNTER_SIZE    32u
+#define NWB_TEL_COUNTERS_MAX    16384u /* samples in one counter frame */
+#define NWB_TEL_MARK_HEADER     8u
+#define NWB_TEL_MARK_MAX        256u /* bytes of a mark's text */
 
 typedef enum {
     NWB_TEL_SEVERITY_INFO = 0,
@@ -214,7 +231,51 @@ typedef struct nwb_tel_mem_record {
     uint64_t frees;       /* cumulative, <= allocations */
 } nwb_tel_mem_record_t;
 
+/* One recording thread, as the `thread` event carries it (counts cumulative since the
+ * thread's first record). */
+typedef struct nwb_tel_thread_info {
+    uint32_t thread;   /* kernel thread id, as in log lines and CPU scopes */
+    uint16_t name_len; /* 0: unnamed; at most NWB_TEL_THREAD_NAME_MAX */
+    const char *name;  /* borrowed, not NUL-terminated, any bytes */
+    uint64_t records;  /* scopes, counter samples and marks the thread recorded */
+    uint64_t dropped;  /* of which lost: its ring was full */
+    uint64_t malformed; /* ends without a begin, scopes open at frame end, nesting too deep */
+} nwb_tel_thread_info_t;
+
+/* One string-table entry: @p name is nwb_name_hash(str, len) (the decoder checks it). */
+typedef struct nwb_tel_string {
+    nwb_name_t name;
+    const char *str; /* borrowed, not NUL-terminated */
+    uint16_t len;    /* 1 .. NWB_TEL_STRING_MAX */
+} nwb_tel_string_t;
+
+/* One counter sample (NWB_PROFILE_COUNTER). */
+typedef struct nwb_tel_counter {
+    nwb_name_t name;
+    uint64_t ts_ns; /* monotonic */
+    double value;   /* finite */
+    uint32_t thread;
+} nwb_tel_counter_t;
+
 /* ---- Decoded views (borrow the input bytes) ----------------------------------------------- */
+
+typedef nwb_tel_thread_info_t nwb_tel_thread_view_t;
+
+typedef struct nwb_tel_strings_view {
+    uint32_t count;
+    const uint8_t *entries; /* walk with nwb_tel_string_next() */
+} nwb_tel_strings_view_t;
+
+typedef struct nwb_tel_counter_view {
+    uint32_t count;
+    const uint8_t *records; /* read with nwb_tel_counter_at() */
+} nwb_tel_counter_view_t;
+
+typedef struct nwb_tel_mark_view {
+    uint32_t thread;
+    uint16_t len;     /* 1 .. NWB_TEL_MARK_MAX */
+    const char *text; /* not NUL-terminated, any bytes */
+} nwb_tel_mark_view_t;
 
 typedef struct nwb_tel_text_view {
     uint8_t level; /* nwb_log_level_t */
@@ -276,6 +337,10 @@ typedef struct nwb_tel_event {
         nwb_tel_fg_view_t fg;
         nwb_tel_perf_view_t perf;
         nwb_tel_mem_view_t mem;
+        nwb_tel_thread_view_t thread;
+        nwb_tel_strings_view_t strings;
+        nwb_tel_counter_view_t counters;
+        nwb_tel_mark_view_t mark;
     } u;
 } nwb_tel_event_t;
 
@@ -300,6 +365,14 @@ NWB_API void nwb_tel_fg_pass_at(const nwb_tel_fg_view_t *v, uint32_t i, nwb_tel_
 NWB_API void nwb_tel_fg_edge_at(const nwb_tel_fg_view_t *v, uint32_t i, nwb_tel_fg_edge_t *out);
 NWB_API void nwb_tel_mem_record_at(const nwb_tel_mem_view_t *v, uint32_t i,
                                    nwb_tel_mem_record_t *out);
+NWB_API void nwb_tel_counter_at(const nwb_tel_counter_view_t *v, uint32_t i,
+                                nwb_tel_counter_t *out);
+/**
+ * Walk a string table: start with @p *pos = 0; each call fills @p out and advances. Returns 1
+ * while an entry was produced, 0 after the last.
+ */
+NWB_API int nwb_tel_string_next(const nwb_tel_strings_view_t *v, size_t *pos,
+                                nwb_tel_string_t *out);
 /**
  * Walk a diagnostic's pairs: start with @p *pos = 0; each call fills @p kv and advances.
  * Returns 1 while a pair was produced, 0 after the last.
@@ -348,6 +421,18 @@ typedef struct nwb_tel_perf_frame {
 
 NWB_API int nwb_tel_encode_perf(nwb_buf_t *b, uint64_t ts, uint64_t frame,
                                 const nwb_tel_perf_frame_t *pf);
+
+NWB_API int nwb_tel_encode_thread(nwb_buf_t *b, uint64_t ts, uint64_t frame,
+                                  const nwb_tel_thread_info_t *t);
+/** @p n (1 .. NWB_TEL_STRINGS_MAX) entries; each name must be the hash of its string. */
+NWB_API int nwb_tel_encode_strings(nwb_buf_t *b, uint64_t ts, uint64_t frame,
+                                   const nwb_tel_string_t *s, uint32_t n);
+/** @p n (1 .. NWB_TEL_COUNTERS_MAX) samples with finite values. */
+NWB_API int nwb_tel_encode_counters(nwb_buf_t *b, uint64_t ts, uint64_t frame,
+                                    const nwb_tel_counter_t *c, uint32_t n);
+/** A mark at @p ts: @p len is 1 .. NWB_TEL_MARK_MAX bytes. */
+NWB_API int nwb_tel_encode_mark(nwb_buf_t *b, uint64_t ts, uint64_t frame, uint32_t thread,
+                                const char *text, size_t len);
 
 /** Memory frame version 1; the header's sums and counts are computed from @p recs. */
 NWB_API int nwb_tel_encode_memory(nwb_buf_t *b, uint64_t ts, uint64_t frame,
