@@ -51,6 +51,17 @@ struct nwb_tel_timing_view {
     const struct nwb_tel_recorder *rec;
 };
 
+/* A thread the profiling macros recorded on (tel_profile_drain.c). */
+struct nwb__tel_prof_thread {
+    uint32_t tid;
+    uint16_t name_len;
+    char name[NWB_TEL_THREAD_NAME_MAX];
+    uint64_t records, dropped, malformed;
+    uint64_t seg;  /* segment (seq + 1) that last carried its thread event */
+    int dirty;     /* counts or name changed since that event */
+    int exited;
+};
+
 struct nwb_tel_recorder {
     /* settings */
     size_t frame_bytes_max;
@@ -122,6 +133,17 @@ struct nwb_tel_recorder {
     uint32_t ncontribs;
     nwb_tel_contributor_id_t next_contrib_id;
 
+    /* the profiling macros (tel_profile_drain.c) */
+    int prof_attached;
+    nwb_tel_counter_t *counters; /* this frame's counter samples */
+    uint32_t ncounters, counters_cap;
+    nwb_tel_string_t *strings; /* strings waiting for the next string-table event */
+    uint32_t nstrings, strings_cap;
+    uint64_t *seg_names; /* open addressing: names whose string this segment carries */
+    uint32_t nseg_names;
+    struct nwb__tel_prof_thread *threads;
+    uint32_t nthreads, threads_cap;
+
     /* counters */
     uint64_t seq;
     uint64_t frames, events, uploads, upload_bytes;
@@ -147,6 +169,22 @@ void nwb__tel_fg_tables_free(struct nwb_tel_recorder *rec);
 void nwb__tel_mem_free_all(struct nwb_tel_recorder *rec);
 /* Snapshot every source into rec->mem_out; returns the count (0 when none or on failure). */
 uint32_t nwb__tel_mem_snapshot(struct nwb_tel_recorder *rec);
+
+/* tel_profile_drain.c */
+void nwb__tel_prof_init(struct nwb_tel_recorder *rec);
+void nwb__tel_prof_destroy(struct nwb_tel_recorder *rec);
+void nwb__tel_prof_capture(struct nwb_tel_recorder *rec, unsigned capture);
+/* Frame end, before the frame is encoded: drain every thread's ring into the frame. */
+void nwb__tel_prof_frame_end(struct nwb_tel_recorder *rec, uint64_t end_ns);
+/* The frame's counter samples, after its perf event. */
+void nwb__tel_prof_encode_counters(struct nwb_tel_recorder *rec, uint64_t ts);
+/* Before a segment is sealed: the thread events still due; then a new segment begins. */
+void nwb__tel_prof_segment_end(struct nwb_tel_recorder *rec);
+/* Queue @p name's string (when known) for the segment's string table; encode what is queued. */
+void nwb__tel_prof_want_name(struct nwb_tel_recorder *rec, nwb_name_t name, const char *s,
+                             size_t len);
+void nwb__tel_prof_strings_flush(struct nwb_tel_recorder *rec);
+int nwb__tel_pending_prepare(struct nwb_tel_recorder *rec);
 
 /* Grow a recorder table of @p elem-byte items to hold @p need (at most @p max). 0 or error. */
 int nwb__tel_table_grow(void **arr, uint32_t *cap, uint32_t need, uint32_t max, size_t elem);

@@ -105,6 +105,7 @@ int nwb_tel_recorder_create(const nwb_tel_recorder_config_t *cfg, nwb_tel_record
         nwb_free(rec);
         return err;
     }
+    nwb__tel_prof_init(rec);
     *out = rec;
     return 0;
 }
@@ -135,6 +136,7 @@ void nwb_tel_recorder_destroy(nwb_tel_recorder_t *rec)
     if (rec == NULL) {
         return;
     }
+    nwb__tel_prof_destroy(rec);
     release_tables(rec);
     nwb__tel_scopes_free(rec);
     nwb__tel_mem_free_all(rec);
@@ -145,6 +147,7 @@ void nwb_tel_recorder_destroy(nwb_tel_recorder_t *rec)
 void nwb_tel_recorder_set_capture(nwb_tel_recorder_t *rec, unsigned capture)
 {
     rec->capture = capture & NWB_TEL_CAPTURE_ALL;
+    nwb__tel_prof_capture(rec, rec->capture);
 }
 
 unsigned nwb_tel_recorder_capture(const nwb_tel_recorder_t *rec)
@@ -172,6 +175,7 @@ int nwb_tel_recorder_set_upload(nwb_tel_recorder_t *rec, int on, const nwb_tel_s
         return NWB_ECONFIG;
     }
     rec->upload = on ? 1 : 0;
+    nwb__tel_prof_capture(rec, rec->capture);
     if (sink != NULL) {
         rec->sink = *sink;
     }
@@ -201,6 +205,11 @@ static int pending_prepare(nwb_tel_recorder_t *rec)
     return 0;
 }
 
+int nwb__tel_pending_prepare(nwb_tel_recorder_t *rec)
+{
+    return pending_prepare(rec);
+}
+
 int nwb_tel_frame_begin(nwb_tel_recorder_t *rec, uint64_t frame, uint64_t start_ns)
 {
     if (rec->in_frame) {
@@ -211,6 +220,7 @@ int nwb_tel_frame_begin(nwb_tel_recorder_t *rec, uint64_t frame, uint64_t start_
     rec->frame_start_ns = start_ns != 0 ? start_ns : nwb_time_mono_ns();
     rec->frame_capture = rec->capture;
     rec->ncpu = 0;
+    nwb__tel_prof_capture(rec, rec->capture);
     /* The frame budget: while the frame is open the pending buffer may grow by at most
      * frame_bytes_max (and never past its own cap). */
     rec->frame_mark = rec->pending.len;
@@ -287,8 +297,14 @@ static void frame_encode(nwb_tel_recorder_t *rec, uint64_t end_ns, uint32_t ngpu
             rec->pending_events++;
         }
     }
+    nwb__tel_prof_encode_counters(rec, ts);
     if ((cap & NWB_TEL_CAPTURE_MEMORY) && rec->nmem > 0) {
         const uint32_t n = nwb__tel_mem_snapshot(rec);
+
+        for (uint32_t i = 0; i < n; i++) {
+            nwb__tel_prof_want_name(rec, rec->mem_out[i].name, NULL, 0);
+        }
+        nwb__tel_prof_strings_flush(rec);
 
         err = n == 0 ? -ENOMEM
                      : nwb_tel_encode_memory(&rec->pending, ts, rec->frame, rec->mem_out, n, 0, ts);
@@ -310,6 +326,13 @@ static void frame_encode(nwb_tel_recorder_t *rec, uint64_t end_ns, uint32_t ngpu
         fg.pass_count = rec->fg_npasses;
         fg.edge_count = rec->fg_nedges;
         fg.counters = rec->fg_counters;
+        for (uint32_t i = 0; i < rec->fg_nqueues; i++) {
+            nwb__tel_prof_want_name(rec, rec->fg_queues[i].name, NULL, 0);
+        }
+        for (uint32_t i = 0; i < rec->fg_npasses; i++) {
+            nwb__tel_prof_want_name(rec, rec->fg_passes[i].name, NULL, 0);
+        }
+        nwb__tel_prof_strings_flush(rec);
         err = nwb_tel_encode_fg(&rec->pending, ts, rec->frame, &fg);
         if (err != 0) {
             rec->dropped_events++;
@@ -333,6 +356,7 @@ int nwb_tel_frame_end(nwb_tel_recorder_t *rec, uint64_t end_ns)
     if (end_ns < rec->frame_start_ns) {
         end_ns = rec->frame_start_ns;
     }
+    nwb__tel_prof_frame_end(rec, end_ns);
     rec->publications++;
     if (rec->frame_capture & NWB_TEL_CAPTURE_GPU) {
         ngpu = nwb__tel_gpu_publish(rec);
@@ -342,6 +366,7 @@ int nwb_tel_frame_end(nwb_tel_recorder_t *rec, uint64_t end_ns)
     }
     rec->frames++;
     rec->ncpu = 0;
+    rec->ncounters = 0;
     rec->in_frame = 0;
     rec->frame_capture = 0;
     rec->pending.max = rec->pending_bytes_max;
@@ -387,6 +412,8 @@ int nwb_tel_diag_record(nwb_tel_recorder_t *rec, uint64_t ts, nwb_name_t code, u
     if (!logs_wanted(rec)) {
         return 0;
     }
+    nwb__tel_prof_want_name(rec, code, NULL, 0);
+    nwb__tel_prof_strings_flush(rec);
     err = pending_prepare(rec);
     if (err == 0) {
         err = nwb_tel_encode_diag(&rec->pending, ts != 0 ? ts : nwb_time_mono_ns(), rec->frame,
@@ -431,6 +458,9 @@ int nwb_tel_flush_upload(nwb_tel_recorder_t *rec)
 
     if (rec->in_frame) {
         return -EBUSY;
+    }
+    if (rec->upload) {
+        nwb__tel_prof_segment_end(rec);
     }
     if (!rec->upload || rec->pending_events == 0) {
         return 0;
