@@ -285,3 +285,9 @@ const char *nwb_client_server(const nwb_client_t *c)
 {
     return c != NULL && c->s.mode == NWB_CLIENT_MODE_SERVER ? c->s.server : NULL;
 }
+
+void nwb_client_set_line_tap(nwb_client_t *client, nwb_client_line_tap_fn fn, void *ctx)
+{
+    atomic_store_explicit(&client->tap_ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&client->tap, fn, memory_order_release);
+}

@@ -63,6 +63,10 @@ struct nwb_client {
     atomic_int stop;     /* destroy: drain everything, close the output, exit */
     atomic_int closing;  /* destroy started: producers waiting for room give up */
 
+    /* nwb_client_set_line_tap(): ctx is stored before fn (release), read after it. */
+    _Atomic(nwb_client_line_tap_fn) tap;
+    _Atomic(void *) tap_ctx;
+
     /* nwb_client_flush(). */
     pthread_mutex_t flush_lock;
     pthread_cond_t flush_cond;      /* on CLOCK_MONOTONIC */

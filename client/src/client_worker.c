@@ -219,6 +219,7 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
         struct nwb__ring *best = NULL;
         const struct nwb__rec *bh = NULL;
         nwb_log_record_t rec;
+        nwb_client_line_tap_fn tap;
 
         for (size_t i = 0; i < w->nrings; i++) {
             const struct nwb__rec *h = ring_peek(w->rings[i]);
@@ -238,6 +239,10 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
         }
         if (tail_on) {
             nwb_log_tail_append(&rec); /* the crash package's last lines */
+        }
+        tap = atomic_load_explicit(&c->tap, memory_order_acquire);
+        if (tap != NULL) {
+            tap(atomic_load_explicit(&c->tap_ctx, memory_order_relaxed), &rec);
         }
         best->drain_tail += bh->size;
         /* Hand space back every TAIL_PUBLISH_EVERY records (and at the end of the round, below)

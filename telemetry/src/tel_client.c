@@ -8,7 +8,11 @@
 #include <poll.h>
 #include <stdio.h>
 
+#include <stdatomic.h>
+
 #include "nwb/error.h"
+#include "nwb/log_line.h"
+#include "nwb/profile.h"
 #include "nwb/telemetry_client.h"
 
 static int retryable(int status)
@@ -63,4 +67,30 @@ int nwb_tel_client_uploader_create(nwb_client_t *client, nwb_tel_uploader_t **ou
     cfg.deliver = nwb_tel_client_deliver;
     cfg.ctx = client;
     return nwb_tel_uploader_create(&cfg, out);
+}
+
+/* ---- Logger lines into telemetry (the client's worker thread) ---------------------------- */
+
+static atomic_uint capture_min_level;
+
+static void line_tap(void *ctx, const nwb_log_record_t *rec)
+{
+    const uint64_t mono = nwb_time_mono_ns();
+    const uint64_t wall = nwb_time_now_ns();
+    uint64_t ts;
+
+    (void)ctx;
+    if (rec->level < atomic_load_explicit(&capture_min_level, memory_order_relaxed)) {
+        return;
+    }
+    /* The line's wall-clock time on the monotonic clock of the stream. */
+    ts = wall >= rec->time_ns ? mono - (mono < wall - rec->time_ns ? mono : wall - rec->time_ns)
+                              : mono;
+    nwb__prof_text(ts, rec->level, (uint32_t)rec->thread_id, rec->msg, rec->msg_len);
+}
+
+void nwb_tel_client_capture_logs(nwb_client_t *client, unsigned min_level)
+{
+    atomic_store_explicit(&capture_min_level, min_level, memory_order_relaxed);
+    nwb_client_set_line_tap(client, min_level <= NWB_LOG_FATAL ? line_tap : NULL, NULL);
 }

@@ -237,6 +237,23 @@ static void on_counter(nwb_tel_recorder_t *rec, uint32_t tid, const nwb__prof_re
     c->thread = tid;
 }
 
+/* The frame whose time @p ts falls in, of the last 64 (the oldest one for older times). */
+static uint64_t frame_at(const nwb_tel_recorder_t *rec, uint64_t ts)
+{
+    const uint32_t n = rec->frame_hist_n < 64 ? rec->frame_hist_n : 64;
+    uint64_t frame = rec->frame;
+
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t i = (rec->frame_hist_n - 1 - k) % 64;
+
+        frame = rec->frame_hist[i].frame;
+        if (rec->frame_hist[i].start_ns <= ts) {
+            break;
+        }
+    }
+    return frame;
+}
+
 static void encode_or_drop(nwb_tel_recorder_t *rec, int err)
 {
     if (err != 0) {
@@ -280,7 +297,7 @@ static void drain_record(void *ctx, uint32_t tid, const nwb__prof_rec_t *r, cons
             int err = nwb__tel_pending_prepare(rec);
 
             if (err == 0) {
-                err = nwb_tel_encode_text(&rec->pending, r->a, rec->frame,
+                err = nwb_tel_encode_text(&rec->pending, r->a, frame_at(rec, r->a),
                                           r->depth > 3 ? 3u : r->depth, (uint32_t)r->b,
                                           (const char *)bytes, len);
             }

@@ -143,6 +143,11 @@ struct nwb_tel_recorder {
     uint32_t nseg_names;
     struct nwb__tel_prof_thread *threads;
     uint32_t nthreads, threads_cap;
+    /* the last frames' starts, so a line drained late goes into the frame of its time */
+    struct {
+        uint64_t frame, start_ns;
+    } frame_hist[64];
+    uint32_t frame_hist_n;
 
     /* counters */
     uint64_t seq;

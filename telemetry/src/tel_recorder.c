@@ -221,6 +221,9 @@ int nwb_tel_frame_begin(nwb_tel_recorder_t *rec, uint64_t frame, uint64_t start_
     rec->frame_capture = rec->capture;
     rec->ncpu = 0;
     nwb__tel_prof_capture(rec, rec->capture);
+    rec->frame_hist[rec->frame_hist_n % 64].frame = frame;
+    rec->frame_hist[rec->frame_hist_n % 64].start_ns = rec->frame_start_ns;
+    rec->frame_hist_n++;
     /* The frame budget: while the frame is open the pending buffer may grow by at most
      * frame_bytes_max (and never past its own cap). */
     rec->frame_mark = rec->pending.len;

@@ -22,6 +22,7 @@
 
 #include "nwb/common.h"
 #include "nwb/log.h"
+#include "nwb/log_batch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,21 @@ NWB_API const char *nwb_client_server(const nwb_client_t *client);
 NWB_API int nwb_client_post(nwb_client_t *client, const char *path, const void *body, size_t len,
                             const char *content_type, const char *content_encoding, uint64_t seq,
                             unsigned timeout_ms);
+
+/**
+ * A rendered log line, handed to the tap on the client's worker thread after the line went to
+ * its output (nwb_client_set_line_tap). @p rec and its strings are valid during the call only.
+ * The tap must not block and must not log.
+ */
+typedef void (*nwb_client_line_tap_fn)(void *ctx, const nwb_log_record_t *rec);
+
+/**
+ * Give every rendered line to @p fn (NULL: stop). Set it before the lines it should see are
+ * logged; after a change the worker may still call the previous tap for the line in hand, so
+ * keep the old @p ctx alive until nwb_client_flush() returns. The telemetry recorder uses it
+ * (nwb_tel_client_capture_logs) so lines become textLog events without formatting twice.
+ */
+NWB_API void nwb_client_set_line_tap(nwb_client_t *client, nwb_client_line_tap_fn fn, void *ctx);
 
 /**
  * Standalone mode: the run's directory, <log_dir>/runs/<program>_<YYYYmmdd-HHMMSS>_<run>,

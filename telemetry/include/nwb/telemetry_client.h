@@ -41,6 +41,15 @@ NWB_API int nwb_tel_client_uploader_create(nwb_client_t *client, nwb_tel_uploade
 NWB_API int nwb_tel_client_deliver(void *ctx, const uint8_t *body, size_t len,
                                    const char *content_encoding, uint64_t seq);
 
+/**
+ * Lines the logger client renders at @p min_level (nwb_log_level_t) and above become textLog
+ * events of the attached recorder (nwb/profile.h), recorded by the client's worker thread, which
+ * formats them anyway: nothing is formatted twice and nothing runs on the game thread. They are
+ * taken while the recorder captures NWB_TEL_CAPTURE_LOGS with upload on, and each goes into the
+ * frame its time falls in (of the last 64 frames). @p min_level above FATAL stops it.
+ */
+NWB_API void nwb_tel_client_capture_logs(nwb_client_t *client, unsigned min_level);
+
 #ifdef __cplusplus
 }
 #endif
