@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* tel_dump.c - nwb-telemetry dump: one human-readable line per segment and per event. */
+/*
+ * tel_dump.c - nwb-telemetry dump: one human-readable line per segment and per event, names
+ * read from the stream's string tables (gathered in a first pass), then the sidecar.
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +14,8 @@
 
 struct dump {
     FILE *out;
-    const nwb_namesym_table_t *names;
+    struct nwb__tel_strings strings;
+    struct nwb__tel_names names;
     nwb_buf_t tmp;
 };
 
@@ -26,7 +30,7 @@ static void quoted(struct dump *d, const char *s, size_t len, int decode)
         nwb_buf_t scratch;
 
         nwb_buf_init(&scratch, 1u << 20);
-        nwb__tel_json_text(&j, d->names, s, len, &scratch);
+        nwb__tel_json_text(&j, &d->names, s, len, &scratch);
         nwb_buf_cleanup(&scratch);
     } else {
         nwb_json_str(&j, s, len);
@@ -42,7 +46,7 @@ static void name(struct dump *d, nwb_name_t n)
 {
     char tok[NWB_NAME_TOKEN_SIZE];
     size_t len = 0;
-    const char *s = d->names != NULL ? nwb_namesym_table_find(d->names, n, &len) : NULL;
+    const char *s = nwb__tel_name_find(&d->names, n, &len);
 
     if (s == NULL) {
         nwb_name_token(n, tok);
@@ -115,6 +119,42 @@ static int on_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
         fprintf(d->out, " records=%" PRIu32 " arena_used=%" PRIu64 " heap_backing_used=%" PRIu64,
                 ev->u.mem.count, ev->u.mem.arena_used_bytes, ev->u.mem.heap_used_bytes);
         break;
+    case NWB_TEL_KIND_THREAD:
+        fprintf(d->out, " thread=%" PRIu32 " name=", ev->u.thread.thread);
+        if (ev->u.thread.name_len > 0) {
+            quoted(d, ev->u.thread.name, ev->u.thread.name_len, 0);
+        } else {
+            fputs("null", d->out);
+        }
+        fprintf(d->out, " records=%" PRIu64 " dropped=%" PRIu64 " malformed=%" PRIu64,
+                ev->u.thread.records, ev->u.thread.dropped, ev->u.thread.malformed);
+        break;
+    case NWB_TEL_KIND_STRING_TABLE: {
+        nwb_tel_string_t e;
+        size_t pos = 0;
+
+        fprintf(d->out, " count=%" PRIu32, ev->u.strings.count);
+        while (nwb_tel_string_next(&ev->u.strings, &pos, &e)) {
+            fputc(' ', d->out);
+            quoted(d, e.str, e.len, 0);
+        }
+        break;
+    }
+    case NWB_TEL_KIND_COUNTER_FRAME:
+        fprintf(d->out, " count=%" PRIu32, ev->u.counters.count);
+        for (uint32_t i = 0; i < ev->u.counters.count; i++) {
+            nwb_tel_counter_t c;
+
+            nwb_tel_counter_at(&ev->u.counters, i, &c);
+            fputc(' ', d->out);
+            name(d, c.name);
+            fprintf(d->out, "=%.9g@%" PRIu32, c.value, c.thread);
+        }
+        break;
+    case NWB_TEL_KIND_MARK:
+        fprintf(d->out, " thread=%" PRIu32 " ", ev->u.mark.thread);
+        quoted(d, ev->u.mark.text, ev->u.mark.len, 0);
+        break;
     default:
         break;
     }
@@ -122,15 +162,32 @@ static int on_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
     return 0;
 }
 
+/* First pass: the stream's strings. Out of memory, the rest of the names stay sidecar/tokens. */
+static int gather_strings(void *ctx, const nwb_tel_event_t *ev, size_t offset)
+{
+    struct dump *d = ctx;
+
+    (void)offset;
+    if (ev->known && ev->kind == NWB_TEL_KIND_STRING_TABLE) {
+        (void)nwb__tel_strings_add(&d->strings, &ev->u.strings);
+    }
+    return 0;
+}
+
 int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *names, FILE *out)
 {
+    const nwb_tel_visitor_t gather = {NULL, gather_strings};
     const nwb_tel_visitor_t v = {on_segment, on_event};
     nwb_tel_decode_result_t res;
     struct dump d;
 
     d.out = out;
-    d.names = names;
+    nwb__tel_strings_init(&d.strings);
+    d.names.strings = &d.strings;
+    d.names.sym = names;
     nwb_buf_init(&d.tmp, 1u << 20);
+    /* The strings first, so a name reads the same wherever its table is in the stream. */
+    nwb_tel_stream_decode(stream, len, 0, &gather, &d, &res);
     nwb_tel_stream_decode(stream, len, 0, &v, &d, &res);
     if (res.status == 0) {
         fprintf(out,
@@ -142,5 +199,6 @@ int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *n
                 res.reason != NULL ? res.reason : "");
     }
     nwb_buf_cleanup(&d.tmp);
+    nwb__tel_strings_cleanup(&d.strings);
     return res.status;
 }

@@ -2,7 +2,7 @@
 /*
  * tel_int.h - private declarations shared by telemetry's files: the payload validator the
  * encoders reuse, the streaming JSON writer, the log-linear histogram behind the report's
- * scope percentiles, and name formatting.
+ * scope percentiles, and how names become text (the stream's strings, the sidecar, tokens).
  */
 #ifndef NWB_TEL_INT_H
 #define NWB_TEL_INT_H
@@ -28,19 +28,54 @@ int nwb__tel_encode_perf_trusted(nwb_buf_t *b, uint64_t ts, uint64_t frame,
 /* Store @p n CPU scopes in wire form at @p q (n * 32 bytes). tel_encode.c. */
 void nwb__tel_cpu_scopes_store(uint8_t *q, const nwb_tel_cpu_scope_t *s, uint32_t n);
 
+/* ---- Names: the strings a stream carries (tel_names.c) ---------------------------------- */
+
+/*
+ * The strings of a stream's string-table events, kept by hash (the first string of a hash
+ * wins; the decoder has checked that each is its hash's string). Bounded: at most
+ * NWB_TEL_REPORT_STRINGS_MAX strings and NWB_TEL_REPORT_STRING_BYTES_MAX bytes of them
+ * (nwb/telemetry_report.h); entries beyond are not kept and counted in not_kept.
+ */
+struct nwb__tel_str_slot;
+
+struct nwb__tel_strings {
+    struct nwb__tel_str_slot *slots; /* open addressing, NULL until the first string */
+    size_t mask;
+    uint32_t count;
+    char *bytes; /* the strings back to back, as the stream carried them */
+    size_t len, cap;
+    uint64_t not_kept; /* entries of new names beyond the bounds */
+};
+
+void nwb__tel_strings_init(struct nwb__tel_strings *s);
+/* Keep the strings of one string-table event. Returns 0 or -ENOMEM (the rest not kept). */
+int nwb__tel_strings_add(struct nwb__tel_strings *s, const nwb_tel_strings_view_t *v);
+/* The string of @p n (borrowed, not NUL-terminated, any bytes) and its length, or NULL. */
+const char *nwb__tel_strings_find(const struct nwb__tel_strings *s, nwb_name_t n, size_t *len);
+size_t nwb__tel_strings_memory(const struct nwb__tel_strings *s);
+void nwb__tel_strings_cleanup(struct nwb__tel_strings *s);
+
+/* How a reader turns a name into text: the stream's strings first, then the .namesym
+ * sidecar, else the "#" token. Both members are borrowed and may be NULL. */
+struct nwb__tel_names {
+    const struct nwb__tel_strings *strings;
+    const nwb_namesym_table_t *sym;
+};
+
+/* The string of @p n from @p nm (stream strings, then sidecar), or NULL. */
+const char *nwb__tel_name_find(const struct nwb__tel_names *nm, nwb_name_t n, size_t *len);
+
 /* ---- JSON values of names and text (tel_json.c; the writer is nwb/json.h) ------------- */
 
-/*
- * Write name @p n as a JSON string: its string from @p names when found, else its token.
- * Text messages go through nwb__tel_text_decode() first.
- */
-void nwb__tel_json_name(nwb_json_t *j, const nwb_namesym_table_t *names, nwb_name_t n);
+/* Write name @p n as a JSON string: its string from @p nm when found, else its token. */
+void nwb__tel_json_name(nwb_json_t *j, const struct nwb__tel_names *nm, nwb_name_t n);
 
 /*
- * Decode name tokens in @p msg with @p names (NULL = copy) into @p scratch, and write the
- * result as a JSON string.
+ * Write @p msg as a JSON string with its "#" name tokens (the rule of nwb_namesym_decode())
+ * replaced by their strings from @p nm, built in @p scratch; a message whose decoded text
+ * does not fit the scratch cap keeps its tokens.
  */
-void nwb__tel_json_text(nwb_json_t *j, const nwb_namesym_table_t *names, const char *msg,
+void nwb__tel_json_text(nwb_json_t *j, const struct nwb__tel_names *nm, const char *msg,
                         size_t len, nwb_buf_t *scratch);
 
 /* ---- Log-linear histogram (tel_hist.c) ---------------------------------------------------- */

@@ -34,6 +34,12 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
+/* The slot hash of (name, tag): every bit of both (thread ids are tags of up to 32 bits). */
+static uint64_t slot_hash(uint64_t name, uint32_t tag)
+{
+    return mix(name ^ ((uint64_t)tag << 56) ^ mix((uint64_t)tag + 1));
+}
+
 static int ntab_grow(struct nwb__ntab *t)
 {
     const size_t cap = t->slots == NULL ? 64 : (t->mask + 1) * 2;
@@ -45,7 +51,7 @@ static int ntab_grow(struct nwb__ntab *t)
     if (t->slots != NULL) {
         for (size_t i = 0; i <= t->mask; i++) {
             if (t->slots[i].idx1 != 0) {
-                size_t j = mix(t->slots[i].name ^ ((uint64_t)t->slots[i].tag << 56)) & (cap - 1);
+                size_t j = slot_hash(t->slots[i].name, t->slots[i].tag) & (cap - 1);
 
                 while (s[j].idx1 != 0) {
                     j = (j + 1) & (cap - 1);
@@ -67,7 +73,7 @@ static const struct nwb__nslot *ntab_find(const struct nwb__ntab *t, uint64_t na
     if (t->slots == NULL) {
         return NULL;
     }
-    j = mix(name ^ ((uint64_t)tag << 56)) & t->mask;
+    j = slot_hash(name, tag) & t->mask;
     while (t->slots[j].idx1 != 0) {
         if (t->slots[j].name == name && t->slots[j].tag == tag) {
             return &t->slots[j];
@@ -94,7 +100,7 @@ static int ntab_get(struct nwb__ntab *t, uint64_t name, uint32_t tag, uint32_t m
             return err;
         }
     }
-    j = mix(name ^ ((uint64_t)tag << 56)) & t->mask;
+    j = slot_hash(name, tag) & t->mask;
     while (t->slots[j].idx1 != 0) {
         if (t->slots[j].name == name && t->slots[j].tag == tag) {
             *idx = t->slots[j].idx1 - 1;
@@ -455,32 +461,119 @@ static struct nwb__scope_acc *scope_get(rep_t *r, nwb_name_t name, int gpu)
     return &r->scopes[idx];
 }
 
+static void cpu_acc_add(rep_t *r, struct nwb__scope_acc *a, uint64_t frame, uint64_t d)
+{
+    if (a->samples == 0) {
+        a->first_frame = frame;
+        a->last_frame = frame;
+    }
+    a->samples++;
+    a->total_ns += d;
+    a->min_ns = d < a->min_ns ? d : a->min_ns;
+    a->max_ns = d > a->max_ns ? d : a->max_ns;
+    a->first_frame = frame < a->first_frame ? frame : a->first_frame;
+    a->last_frame = frame > a->last_frame ? frame : a->last_frame;
+    note_err(r, nwb__hist_add(&a->hist, d));
+}
+
+/* The entry of @p thread, created (name unknown, counts 0) when absent and there is room;
+ * NULL when the table is full (counted) or on allocation failure. */
+static struct nwb__thread_acc *thread_get(rep_t *r, uint32_t thread)
+{
+    uint32_t idx;
+    int created;
+    int err;
+
+    if (r->last_thread_row1 != 0 && r->last_thread == thread) {
+        return &r->threads[r->last_thread_row1 - 1];
+    }
+    err = nwb__tel_grow((void **)&r->threads, &r->threads_cap, (size_t)r->thread_ix.count + 1,
+                        sizeof(*r->threads));
+    if (err == 0) {
+        err = ntab_get(&r->thread_ix, thread, 0, NWB_TEL_REPORT_THREADS_MAX, &idx, &created);
+    }
+    if (err == NWB_EFULL) {
+        r->threads_not_kept++;
+        return NULL;
+    }
+    if (err != 0) {
+        note_err(r, err);
+        return NULL;
+    }
+    if (created) {
+        memset(&r->threads[idx], 0, sizeof(r->threads[idx]));
+        r->threads[idx].thread = thread;
+    }
+    r->last_thread = thread;
+    r->last_thread_row1 = idx + 1;
+    return &r->threads[idx];
+}
+
+/* The cpuByThread row of (@p name, @p thread); @p overall (may be NULL) is the scopes table's
+ * row of the name, which remembers the thread it saw last (a scope mostly stays on one). */
+static struct nwb__scope_acc *tscope_get(rep_t *r, struct nwb__scope_acc *overall,
+                                         nwb_name_t name, uint32_t thread)
+{
+    uint32_t idx;
+    int created;
+    int err;
+
+    if (overall != NULL && overall->last_row1 != 0 && overall->last_thread == thread) {
+        return &r->tscopes[overall->last_row1 - 1];
+    }
+    err = nwb__tel_grow((void **)&r->tscopes, &r->tscopes_cap, (size_t)r->tscope_ix.count + 1,
+                        sizeof(*r->tscopes));
+    if (err == 0) {
+        err = ntab_get(&r->tscope_ix, name, thread, NWB_TEL_REPORT_THREAD_SCOPES_MAX, &idx,
+                       &created);
+    }
+    if (err == NWB_EFULL) {
+        r->tscopes_not_kept++;
+        return NULL;
+    }
+    if (err != 0) {
+        note_err(r, err);
+        return NULL;
+    }
+    if (created) {
+        memset(&r->tscopes[idx], 0, sizeof(r->tscopes[idx]));
+        r->tscopes[idx].name = name;
+        r->tscopes[idx].thread = thread;
+        r->tscopes[idx].min_ns = UINT64_MAX;
+    }
+    if (overall != NULL) {
+        overall->last_thread = thread;
+        overall->last_row1 = idx + 1;
+    }
+    return &r->tscopes[idx];
+}
+
 static void on_cpu_scopes(rep_t *r, const nwb_tel_event_t *ev)
 {
     const nwb_tel_perf_view_t *pv = &ev->u.perf;
 
-    for (uint32_t i = 0; i < pv->cpu_count; i++) {
+    for (uint32_t i = 0; i < pv->cpu_count && r->err == 0; i++) {
         nwb_tel_cpu_scope_t s;
         struct nwb__scope_acc *a;
+        struct nwb__scope_acc *row;
+        struct nwb__thread_acc *t;
         uint64_t d;
 
         nwb_tel_cpu_scope_at(pv, i, &s);
-        a = scope_get(r, s.name, 0);
-        if (a == NULL) {
-            continue;
-        }
         d = s.end_ns - s.start_ns;
-        if (a->samples == 0) {
-            a->first_frame = ev->frame;
-            a->last_frame = ev->frame;
+        a = scope_get(r, s.name, 0);
+        if (a != NULL) {
+            cpu_acc_add(r, a, ev->frame, d);
         }
-        a->samples++;
-        a->total_ns += d;
-        a->min_ns = d < a->min_ns ? d : a->min_ns;
-        a->max_ns = d > a->max_ns ? d : a->max_ns;
-        a->first_frame = ev->frame < a->first_frame ? ev->frame : a->first_frame;
-        a->last_frame = ev->frame > a->last_frame ? ev->frame : a->last_frame;
-        note_err(r, nwb__hist_add(&a->hist, d));
+        t = thread_get(r, s.thread);
+        if (t != NULL) {
+            t->scopes++;
+            t->depth0_ns += s.depth == 0 ? d : 0;
+        }
+        row = tscope_get(r, a, s.name, s.thread);
+        if (row != NULL) {
+            cpu_acc_add(r, row, ev->frame, d);
+        }
     }
 }
 
@@ -747,6 +840,154 @@ static void on_diag(rep_t *r, const nwb_tel_event_t *ev)
     r->ndiag++;
 }
 
+/* ---- Format 1.1: threads, string tables, counters, marks ------------------------------- */
+
+static void on_thread(rep_t *r, const nwb_tel_event_t *ev)
+{
+    const nwb_tel_thread_view_t *tv = &ev->u.thread;
+    struct nwb__thread_acc *t = thread_get(r, tv->thread);
+
+    if (t == NULL) {
+        return;
+    }
+    /* The counts are cumulative: the last event has them all. A name, once given, stays. */
+    t->records = tv->records;
+    t->dropped = tv->dropped;
+    t->malformed = tv->malformed;
+    if (tv->name_len > 0) {
+        memcpy(t->name, tv->name, tv->name_len);
+        t->name_len = tv->name_len;
+    }
+}
+
+static struct nwb__counter_acc *counter_get(rep_t *r, nwb_name_t name)
+{
+    uint32_t idx;
+    int created;
+    int err = nwb__tel_grow((void **)&r->counters, &r->counters_cap,
+                            (size_t)r->counter_ix.count + 1, sizeof(*r->counters));
+
+    if (err == 0) {
+        err = ntab_get(&r->counter_ix, name, 0, NWB_TEL_REPORT_COUNTERS_MAX, &idx, &created);
+    }
+    if (err == NWB_EFULL) {
+        r->counters_not_kept++;
+        return NULL;
+    }
+    if (err != 0) {
+        note_err(r, err);
+        return NULL;
+    }
+    if (created) {
+        memset(&r->counters[idx], 0, sizeof(r->counters[idx]));
+        r->counters[idx].name = name;
+    }
+    return &r->counters[idx];
+}
+
+/* A sample of frame @p frame. The series holds at most NWB_TEL_REPORT_MEMORY_POINTS points of
+ * `width` frames each; when full, neighbours merge pairwise and the width doubles, so a one-frame
+ * spike survives in its point's max however long the run (as the memory series does). */
+static void counter_add(rep_t *r, struct nwb__counter_acc *c, uint64_t frame, double v)
+{
+    struct nwb__counter_pt *p;
+
+    if (c->pt == NULL) {
+        c->pt = nwb_malloc(NWB_TEL_REPORT_MEMORY_POINTS * sizeof(*c->pt));
+        if (c->pt == NULL) {
+            note_err(r, -ENOMEM);
+            return;
+        }
+        c->count = 0;
+        c->width = 1;
+    }
+    if (c->samples == 0 || frame != c->cur_frame) {
+        c->frames++;
+        c->cur_frame = frame;
+        if (c->count > 0 && c->pt[c->count - 1].frames < c->width) {
+            c->pt[c->count - 1].frames++;
+        } else {
+            if (c->count == NWB_TEL_REPORT_MEMORY_POINTS) {
+                for (uint32_t i = 0; i < c->count / 2; i++) {
+                    const struct nwb__counter_pt *a = &c->pt[2 * i];
+                    const struct nwb__counter_pt *b = &c->pt[2 * i + 1];
+                    struct nwb__counter_pt m;
+
+                    m.frame = a->frame;
+                    m.lo = a->lo < b->lo ? a->lo : b->lo;
+                    m.hi = a->hi > b->hi ? a->hi : b->hi;
+                    m.sum = a->sum + b->sum;
+                    m.n = a->n + b->n;
+                    m.frames = a->frames + b->frames;
+                    c->pt[i] = m;
+                }
+                c->count /= 2;
+                c->width *= 2;
+            }
+            p = &c->pt[c->count++];
+            p->frame = frame;
+            p->lo = v;
+            p->hi = v;
+            p->sum = 0.0;
+            p->n = 0;
+            p->frames = 1;
+        }
+    }
+    p = &c->pt[c->count - 1];
+    p->lo = v < p->lo ? v : p->lo;
+    p->hi = v > p->hi ? v : p->hi;
+    p->sum += v;
+    p->n++;
+    if (c->samples == 0) {
+        c->min = v;
+        c->max = v;
+    }
+    c->samples++;
+    c->min = v < c->min ? v : c->min;
+    c->max = v > c->max ? v : c->max;
+    c->sum += v;
+    c->last = v;
+}
+
+static void on_counters(rep_t *r, const nwb_tel_event_t *ev)
+{
+    const nwb_tel_counter_view_t *cv = &ev->u.counters;
+
+    for (uint32_t i = 0; i < cv->count && r->err == 0; i++) {
+        nwb_tel_counter_t smp;
+        struct nwb__counter_acc *c;
+
+        nwb_tel_counter_at(cv, i, &smp);
+        c = counter_get(r, smp.name);
+        if (c != NULL) {
+            counter_add(r, c, ev->frame, smp.value);
+        }
+    }
+}
+
+static void on_mark(rep_t *r, const nwb_tel_event_t *ev)
+{
+    struct nwb__mark_copy *m;
+    int err;
+
+    r->marks_total++;
+    if (r->nmarks >= NWB_TEL_REPORT_MARKS) {
+        return;
+    }
+    err = nwb__tel_grow((void **)&r->marks, &r->marks_cap, (size_t)r->nmarks + 1,
+                        sizeof(*r->marks));
+    if (err != 0) {
+        note_err(r, err);
+        return;
+    }
+    m = &r->marks[r->nmarks++];
+    m->frame = ev->frame;
+    m->ts = ev->timestamp_ns;
+    m->thread = ev->u.mark.thread;
+    m->len = ev->u.mark.len;
+    memcpy(m->text, ev->u.mark.text, ev->u.mark.len);
+}
+
 static int on_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
 {
     rep_t *r = ctx;
@@ -776,6 +1017,18 @@ static int on_event(void *ctx, const nwb_tel_event_t *ev, size_t offset)
         break;
     case NWB_TEL_KIND_MEMORY_FRAME:
         on_memory(r, ev);
+        break;
+    case NWB_TEL_KIND_THREAD:
+        on_thread(r, ev);
+        break;
+    case NWB_TEL_KIND_STRING_TABLE:
+        note_err(r, nwb__tel_strings_add(&r->strings, &ev->u.strings));
+        break;
+    case NWB_TEL_KIND_COUNTER_FRAME:
+        on_counters(r, ev);
+        break;
+    case NWB_TEL_KIND_MARK:
+        on_mark(r, ev);
         break;
     default:
         break;
@@ -853,6 +1106,7 @@ int nwb_tel_report_state_create(nwb_tel_report_state_t **out)
         return -ENOMEM;
     }
     nwb__frames_init(&r->ft);
+    nwb__tel_strings_init(&r->strings);
     *out = r;
     return 0;
 }
@@ -882,6 +1136,20 @@ void nwb_tel_report_state_destroy(nwb_tel_report_state_t *r)
     for (unsigned i = 0; i < r->ndiag; i++) {
         nwb_free(r->diag_list[i].pairs);
     }
+    for (size_t i = 0; i < r->tscope_ix.count && r->tscopes != NULL; i++) {
+        nwb__hist_cleanup(&r->tscopes[i].hist);
+    }
+    for (size_t i = 0; i < r->counter_ix.count && r->counters != NULL; i++) {
+        nwb_free(r->counters[i].pt);
+    }
+    nwb__tel_strings_cleanup(&r->strings);
+    ntab_free(&r->thread_ix);
+    ntab_free(&r->tscope_ix);
+    ntab_free(&r->counter_ix);
+    nwb_free(r->threads);
+    nwb_free(r->tscopes);
+    nwb_free(r->counters);
+    nwb_free(r->marks);
     nwb__frames_cleanup(&r->ft);
     ntab_free(&r->seqs);
     ntab_free(&r->scope_ix);
@@ -1085,6 +1353,17 @@ size_t nwb_tel_report_state_memory_bytes(const nwb_tel_report_state_t *r)
     }
     for (unsigned i = 0; i < r->ndiag; i++) {
         n += r->diag_list[i].pairs_len;
+    }
+    n += nwb__tel_strings_memory(&r->strings) + ntab_memory(&r->thread_ix) +
+         ntab_memory(&r->tscope_ix) + ntab_memory(&r->counter_ix);
+    n += r->threads_cap * sizeof(*r->threads) + r->tscopes_cap * sizeof(*r->tscopes) +
+         r->counters_cap * sizeof(*r->counters) + r->marks_cap * sizeof(*r->marks);
+    for (size_t i = 0; i < r->tscope_ix.count; i++) {
+        n += r->tscopes[i].hist.counts != NULL ? NWB__HIST_BUCKETS * sizeof(uint32_t) : 0;
+    }
+    for (size_t i = 0; i < r->counter_ix.count; i++) {
+        n += r->counters[i].pt != NULL ? NWB_TEL_REPORT_MEMORY_POINTS * sizeof(*r->counters[i].pt)
+                                       : 0;
     }
     return n + nwb__frames_memory(&r->ft);
 }

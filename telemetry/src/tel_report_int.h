@@ -111,6 +111,9 @@ struct nwb__series {
 struct nwb__scope_acc {
     nwb_name_t name;
     int gpu;
+    uint32_t thread;       /* a cpuByThread row's thread (0 in the scopes table) */
+    uint32_t last_thread;  /* the scopes table's row: the thread of its last sample ... */
+    uint32_t last_row1;    /* ... and that thread's cpuByThread row + 1 (0: none yet) */
     uint64_t samples;
     uint64_t min_ns, max_ns, total_ns; /* CPU */
     double total_ms, min_ms, max_ms;   /* GPU: over the windows seen */
@@ -120,6 +123,43 @@ struct nwb__scope_acc {
     uint32_t published_windows;
     uint64_t first_frame, last_frame;
     struct nwb__hist hist;
+};
+
+/* A thread (format 1.1): what the last thread events said, and its CPU scopes. Threads seen
+ * only in perfFrame scopes have no name and zero counts. */
+struct nwb__thread_acc {
+    uint32_t thread;
+    uint16_t name_len; /* 0: no thread event named it */
+    char name[NWB_TEL_THREAD_NAME_MAX];
+    uint64_t records, dropped, malformed; /* the last thread event's (cumulative) counts */
+    uint64_t scopes;                      /* CPU scopes of the thread in perfFrame events */
+    uint64_t depth0_ns;                   /* their total duration at depth 0 */
+};
+
+/* A counter series point: `frames` consecutive frames with samples (at most the series'
+ * width; the last point may hold fewer), their extremes and sample-weighted sum. */
+struct nwb__counter_pt {
+    uint64_t frame; /* the first frame */
+    double lo, hi, sum;
+    uint64_t n; /* samples */
+    uint32_t frames;
+};
+
+struct nwb__counter_acc {
+    nwb_name_t name;
+    uint64_t samples, frames;
+    double min, max, sum, last;
+    uint64_t cur_frame;         /* the frame of the last sample */
+    struct nwb__counter_pt *pt; /* NWB_TEL_REPORT_MEMORY_POINTS, on the first sample */
+    uint32_t count, width;      /* points used; frames per point (a power of two) */
+};
+
+/* A mark, copied out of the fed bytes. */
+struct nwb__mark_copy {
+    uint64_t frame, ts;
+    uint32_t thread;
+    uint16_t len;
+    char text[NWB_TEL_MARK_MAX];
 };
 
 struct nwb__mem_acc {
@@ -256,6 +296,27 @@ struct nwb_tel_report_state {
     uint64_t diags, diag_by_sev[4];
     struct nwb__diag_copy diag_list[NWB_TEL_REPORT_DIAGNOSTICS];
     unsigned ndiag;
+
+    /* format 1.1: the names the stream carried, threads, counters, marks */
+    struct nwb__tel_strings strings;
+    struct nwb__ntab thread_ix;
+    struct nwb__thread_acc *threads;
+    size_t threads_cap;
+    uint64_t threads_not_kept;   /* thread events and CPU scopes of threads beyond the bound */
+    uint32_t last_thread;        /* the thread looked up last ... */
+    uint32_t last_thread_row1;   /* ... and its entry + 1 (0: none) */
+    struct nwb__ntab tscope_ix;  /* (name, thread) -> cpuByThread row */
+    struct nwb__scope_acc *tscopes;
+    size_t tscopes_cap;
+    uint64_t tscopes_not_kept;   /* CPU scopes beyond NWB_TEL_REPORT_THREAD_SCOPES_MAX rows */
+    struct nwb__ntab counter_ix;
+    struct nwb__counter_acc *counters;
+    size_t counters_cap;
+    uint64_t counters_not_kept;  /* samples of counter names beyond the bound */
+    struct nwb__mark_copy *marks;
+    size_t marks_cap;
+    uint32_t nmarks;
+    uint64_t marks_total;
 };
 
 /* Grow @p *arr (elements of @p elem bytes) to hold at least @p need (doubling). 0 or -ENOMEM. */

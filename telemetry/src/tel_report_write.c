@@ -23,8 +23,9 @@ static double ms(uint64_t ns)
 
 /* A stable merge sort of an index array: qsort() takes no context pointer and reports may be
  * built on several threads at once. Counts are bounded (<= 4096). */
-static void merge_sort(uint32_t *v, uint32_t *tmp, size_t n, const rep_t *r,
-                       int (*cmp)(const rep_t *, uint32_t, uint32_t))
+typedef int (*cmp_fn)(const void *ctx, uint32_t a, uint32_t b);
+
+static void merge_sort(uint32_t *v, uint32_t *tmp, size_t n, const void *ctx, cmp_fn cmp)
 {
     if (n < 2) {
         return;
@@ -35,10 +36,10 @@ static void merge_sort(uint32_t *v, uint32_t *tmp, size_t n, const rep_t *r,
         size_t j = h;
         size_t k = 0;
 
-        merge_sort(v, tmp, h, r, cmp);
-        merge_sort(v + h, tmp, n - h, r, cmp);
+        merge_sort(v, tmp, h, ctx, cmp);
+        merge_sort(v + h, tmp, n - h, ctx, cmp);
         while (i < h && j < n) {
-            tmp[k++] = cmp(r, v[j], v[i]) < 0 ? v[j++] : v[i++];
+            tmp[k++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
         }
         while (i < h) {
             tmp[k++] = v[i++];
@@ -50,10 +51,8 @@ static void merge_sort(uint32_t *v, uint32_t *tmp, size_t n, const rep_t *r,
     }
 }
 
-static int rcmp_scope(const rep_t *r, uint32_t a, uint32_t b)
+static int scope_order(const struct nwb__scope_acc *x, const struct nwb__scope_acc *y)
 {
-    const struct nwb__scope_acc *x = &r->scopes[a];
-    const struct nwb__scope_acc *y = &r->scopes[b];
     const double tx = x->gpu ? x->total_ms : ms(x->total_ns);
     const double ty = y->gpu ? y->total_ms : ms(y->total_ns);
 
@@ -63,8 +62,38 @@ static int rcmp_scope(const rep_t *r, uint32_t a, uint32_t b)
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static int rcmp_mem(const rep_t *r, uint32_t a, uint32_t b)
+static int rcmp_scope(const void *ctx, uint32_t a, uint32_t b)
 {
+    const rep_t *r = ctx;
+
+    return scope_order(&r->scopes[a], &r->scopes[b]);
+}
+
+/* cpuByThread: by thread, then as the scopes table. */
+static int rcmp_tscope(const void *ctx, uint32_t a, uint32_t b)
+{
+    const rep_t *r = ctx;
+    const struct nwb__scope_acc *x = &r->tscopes[a];
+    const struct nwb__scope_acc *y = &r->tscopes[b];
+
+    if (x->thread != y->thread) {
+        return x->thread < y->thread ? -1 : 1;
+    }
+    return scope_order(x, y);
+}
+
+static int rcmp_thread(const void *ctx, uint32_t a, uint32_t b)
+{
+    const rep_t *r = ctx;
+
+    return r->threads[a].thread < r->threads[b].thread
+               ? -1
+               : r->threads[a].thread > r->threads[b].thread;
+}
+
+static int rcmp_mem(const void *ctx, uint32_t a, uint32_t b)
+{
+    const rep_t *r = ctx;
     const struct nwb__mem_acc *x = &r->mem[a];
     const struct nwb__mem_acc *y = &r->mem[b];
 
@@ -74,8 +103,9 @@ static int rcmp_mem(const rep_t *r, uint32_t a, uint32_t b)
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static int rcmp_pass(const rep_t *r, uint32_t a, uint32_t b)
+static int rcmp_pass(const void *ctx, uint32_t a, uint32_t b)
 {
+    const rep_t *r = ctx;
     const struct nwb__pass_acc *x = &r->passes[a];
     const struct nwb__pass_acc *y = &r->passes[b];
 
@@ -85,8 +115,47 @@ static int rcmp_pass(const rep_t *r, uint32_t a, uint32_t b)
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* Counters by the text of their names (as this report spells them), then by hash. */
+struct counter_order {
+    const rep_t *r;
+    const struct nwb__tel_names *names;
+};
+
+static int rcmp_counter(const void *ctx, uint32_t a, uint32_t b)
+{
+    const struct counter_order *o = ctx;
+    const nwb_name_t na = o->r->counters[a].name;
+    const nwb_name_t nb = o->r->counters[b].name;
+    char ta[NWB_NAME_TOKEN_SIZE];
+    char tb[NWB_NAME_TOKEN_SIZE];
+    size_t la = NWB_NAME_TOKEN_LEN;
+    size_t lb = NWB_NAME_TOKEN_LEN;
+    const char *sa = nwb__tel_name_find(o->names, na, &la);
+    const char *sb = nwb__tel_name_find(o->names, nb, &lb);
+    int c;
+
+    if (sa == NULL) {
+        nwb_name_token(na, ta);
+        sa = ta;
+        la = NWB_NAME_TOKEN_LEN;
+    }
+    if (sb == NULL) {
+        nwb_name_token(nb, tb);
+        sb = tb;
+        lb = NWB_NAME_TOKEN_LEN;
+    }
+    c = memcmp(sa, sb, la < lb ? la : lb);
+    if (c != 0) {
+        return c;
+    }
+    if (la != lb) {
+        return la < lb ? -1 : 1;
+    }
+    return na < nb ? -1 : na > nb;
+}
+
 /* Sorted index array of @p n entries (returned-owned), or NULL on allocation failure. */
-static uint32_t *sorted(const rep_t *r, size_t n, int (*cmp)(const rep_t *, uint32_t, uint32_t))
+static uint32_t *sorted(const void *ctx, size_t n, cmp_fn cmp)
 {
     uint32_t *v = nwb_malloc((n ? n : 1) * 2 * sizeof(*v));
 
@@ -96,7 +165,7 @@ static uint32_t *sorted(const rep_t *r, size_t n, int (*cmp)(const rep_t *, uint
     for (size_t i = 0; i < n; i++) {
         v[i] = (uint32_t)i;
     }
-    merge_sort(v, v + n, n, r, cmp);
+    merge_sort(v, v + n, n, ctx, cmp);
     return v;
 }
 
@@ -239,7 +308,7 @@ static void write_events(nwb_json_t *j, const rep_t *r)
     nwb_json_obj_end(j);
 }
 
-static void write_frames(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *names,
+static void write_frames(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names,
                          nwb_buf_t *scratch)
 {
     static const double pct[4] = {50, 90, 95, 99};
@@ -313,7 +382,7 @@ static void write_frames(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_
     nwb_json_obj_end(j);
 }
 
-static void write_scope(nwb_json_t *j, const nwb_namesym_table_t *names,
+static void write_scope(nwb_json_t *j, const struct nwb__tel_names *names,
                         const struct nwb__scope_acc *a)
 {
     nwb_json_obj_begin(j);
@@ -364,10 +433,84 @@ static void write_scope(nwb_json_t *j, const nwb_namesym_table_t *names,
     nwb_json_obj_end(j);
 }
 
-static int write_scopes(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *names)
+/* The entry of thread @p id through @p by_id (the thread entries sorted by id), or NULL. */
+static const struct nwb__thread_acc *thread_find(const rep_t *r, const uint32_t *by_id,
+                                                 uint32_t id)
+{
+    size_t lo = 0;
+    size_t hi = r->thread_ix.count;
+
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const struct nwb__thread_acc *t = &r->threads[by_id[mid]];
+
+        if (t->thread == id) {
+            return t;
+        }
+        if (t->thread < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+/* A thread's name as JSON: its string, or null when no thread event named it. */
+static void write_thread_name(nwb_json_t *j, const struct nwb__thread_acc *t)
+{
+    if (t != NULL && t->name_len > 0) {
+        nwb_json_str(j, t->name, t->name_len);
+    } else {
+        nwb_json_null(j);
+    }
+}
+
+/* "cpuByThread": the CPU rows split per thread, threads by id, rows as in "cpu". */
+static int write_cpu_by_thread(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names,
+                               const uint32_t *by_id)
+{
+    const size_t n = r->tscope_ix.count;
+    uint32_t *ord = sorted(r, n, rcmp_tscope);
+
+    if (ord == NULL) {
+        return -ENOMEM;
+    }
+    nwb_json_key(j, "cpuByThread");
+    nwb_json_arr_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        const struct nwb__scope_acc *a = &r->tscopes[ord[i]];
+
+        if (i == 0 || a->thread != r->tscopes[ord[i - 1]].thread) {
+            if (i != 0) {
+                nwb_json_arr_end(j);
+                nwb_json_obj_end(j);
+            }
+            nwb_json_obj_begin(j);
+            nwb_json_key(j, "thread");
+            nwb_json_u64(j, a->thread);
+            nwb_json_key(j, "name");
+            write_thread_name(j, thread_find(r, by_id, a->thread));
+            nwb_json_key(j, "cpu");
+            nwb_json_arr_begin(j);
+        }
+        write_scope(j, names, a);
+    }
+    if (n > 0) {
+        nwb_json_arr_end(j);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_free(ord);
+    return 0;
+}
+
+static int write_scopes(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names,
+                        const uint32_t *by_id)
 {
     const size_t n = r->scope_ix.count;
     uint32_t *ord = sorted(r, n, rcmp_scope);
+    int err;
 
     if (ord == NULL) {
         return -ENOMEM;
@@ -390,9 +533,10 @@ static int write_scopes(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t
     }
     nwb_json_key(j, "omittedSamples");
     nwb_json_u64(j, r->scopes_omitted);
-    nwb_json_obj_end(j);
     nwb_free(ord);
-    return 0;
+    err = write_cpu_by_thread(j, r, names, by_id);
+    nwb_json_obj_end(j);
+    return err;
 }
 
 /* "series": {"samplesPerPoint": W, "points": [[firstFrame, minBytes, maxBytes], ...]}. */
@@ -415,7 +559,7 @@ static void write_series(nwb_json_t *j, const struct nwb__series *s)
     nwb_json_obj_end(j);
 }
 
-static void write_mem_entry(nwb_json_t *j, const nwb_namesym_table_t *names,
+static void write_mem_entry(nwb_json_t *j, const struct nwb__tel_names *names,
                             const struct nwb__mem_acc *m)
 {
     nwb_json_obj_begin(j);
@@ -450,7 +594,7 @@ static void write_mem_entry(nwb_json_t *j, const nwb_namesym_table_t *names,
     nwb_json_obj_end(j);
 }
 
-static int write_memory(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *names)
+static int write_memory(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names)
 {
     static const char *const keys[3] = {"arenas", "heapBacking", "explicitScopes"};
     const size_t n = r->mem_ix.count;
@@ -506,7 +650,7 @@ static int write_memory(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t
     return 0;
 }
 
-static int write_fg(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *names)
+static int write_fg(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names)
 {
     const size_t n = r->pass_ix.count;
     uint32_t *ord = sorted(r, n, rcmp_pass);
@@ -588,7 +732,7 @@ static int write_fg(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *na
     return 0;
 }
 
-static void write_diags(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t *names)
+static void write_diags(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names)
 {
     nwb_json_key(j, "diagnostics");
     nwb_json_obj_begin(j);
@@ -635,11 +779,156 @@ static void write_diags(nwb_json_t *j, const rep_t *r, const nwb_namesym_table_t
     nwb_json_obj_end(j);
 }
 
+/* ---- Format 1.1: threads, counters, marks, the profiler's counts ------------------------- */
+
+static void write_threads(nwb_json_t *j, const rep_t *r, const uint32_t *by_id)
+{
+    nwb_json_key(j, "threads");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < r->thread_ix.count; i++) {
+        const struct nwb__thread_acc *t = &r->threads[by_id[i]];
+
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "thread");
+        nwb_json_u64(j, t->thread);
+        nwb_json_key(j, "name");
+        write_thread_name(j, t);
+        nwb_json_key(j, "records");
+        nwb_json_u64(j, t->records);
+        nwb_json_key(j, "dropped");
+        nwb_json_u64(j, t->dropped);
+        nwb_json_key(j, "malformed");
+        nwb_json_u64(j, t->malformed);
+        nwb_json_key(j, "scopes");
+        nwb_json_u64(j, t->scopes);
+        nwb_json_key(j, "cpuMs");
+        nwb_json_dbl(j, ms(t->depth0_ns), 6);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+}
+
+static int write_counters(nwb_json_t *j, const rep_t *r, const struct nwb__tel_names *names)
+{
+    const struct counter_order o = {r, names};
+    const size_t n = r->counter_ix.count;
+    uint32_t *ord = sorted(&o, n, rcmp_counter);
+
+    if (ord == NULL) {
+        return -ENOMEM;
+    }
+    nwb_json_key(j, "counters");
+    nwb_json_arr_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        const struct nwb__counter_acc *c = &r->counters[ord[i]];
+
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "name");
+        nwb__tel_json_name(j, names, c->name);
+        nwb_json_key(j, "samples");
+        nwb_json_u64(j, c->samples);
+        nwb_json_key(j, "frames");
+        nwb_json_u64(j, c->frames);
+        nwb_json_key(j, "min");
+        nwb_json_dbl(j, c->min, 6);
+        nwb_json_key(j, "max");
+        nwb_json_dbl(j, c->max, 6);
+        nwb_json_key(j, "mean");
+        nwb_json_dbl(j, c->samples ? c->sum / (double)c->samples : 0.0, 6);
+        nwb_json_key(j, "last");
+        nwb_json_dbl(j, c->last, 6);
+        nwb_json_key(j, "series");
+        nwb_json_arr_begin(j);
+        for (uint32_t k = 0; c->pt != NULL && k < c->count; k++) {
+            const struct nwb__counter_pt *p = &c->pt[k];
+
+            nwb_json_obj_begin(j);
+            nwb_json_key(j, "frame");
+            nwb_json_u64(j, p->frame);
+            nwb_json_key(j, "min");
+            nwb_json_dbl(j, p->lo, 6);
+            nwb_json_key(j, "max");
+            nwb_json_dbl(j, p->hi, 6);
+            nwb_json_key(j, "mean");
+            nwb_json_dbl(j, p->n ? p->sum / (double)p->n : 0.0, 6);
+            nwb_json_obj_end(j);
+        }
+        nwb_json_arr_end(j);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_free(ord);
+    return 0;
+}
+
+static void write_marks(nwb_json_t *j, const rep_t *r, const uint32_t *by_id)
+{
+    const uint64_t start = r->have_header ? r->first.start_mono_ns : 0;
+
+    nwb_json_key(j, "marks");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "count");
+    nwb_json_u64(j, r->marks_total);
+    nwb_json_key(j, "listed");
+    nwb_json_arr_begin(j);
+    for (uint32_t i = 0; i < r->nmarks; i++) {
+        const struct nwb__mark_copy *m = &r->marks[i];
+        /* Monotonic ns since the stream's start; a mark before it (a clock the recorder did not
+         * own) is negative rather than wrapped. */
+        const double since = m->ts >= start ? (double)(m->ts - start) : -(double)(start - m->ts);
+
+        nwb_json_obj_begin(j);
+        nwb_json_key(j, "frame");
+        nwb_json_u64(j, m->frame);
+        nwb_json_key(j, "tsMs");
+        nwb_json_dbl(j, since / 1e6, 6);
+        nwb_json_key(j, "thread");
+        nwb_json_u64(j, m->thread);
+        nwb_json_key(j, "threadName");
+        write_thread_name(j, thread_find(r, by_id, m->thread));
+        nwb_json_key(j, "text");
+        nwb_json_str(j, m->text, m->len);
+        nwb_json_obj_end(j);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "notListed");
+    nwb_json_u64(j, r->marks_total - r->nmarks);
+    nwb_json_obj_end(j);
+}
+
+static void write_profiler(nwb_json_t *j, const rep_t *r)
+{
+    uint64_t dropped = 0;
+    uint64_t malformed = 0;
+
+    for (uint32_t i = 0; i < r->thread_ix.count; i++) {
+        dropped += r->threads[i].dropped;
+        malformed += r->threads[i].malformed;
+    }
+    nwb_json_key(j, "profiler");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "dropped");
+    nwb_json_u64(j, dropped);
+    nwb_json_key(j, "malformed");
+    nwb_json_u64(j, malformed);
+    nwb_json_key(j, "namesNotKept");
+    nwb_json_u64(j, r->strings.not_kept);
+    nwb_json_key(j, "countersNotKept");
+    nwb_json_u64(j, r->counters_not_kept);
+    nwb_json_key(j, "threadsNotKept");
+    nwb_json_u64(j, r->threads_not_kept);
+    nwb_json_key(j, "threadScopesNotKept");
+    nwb_json_u64(j, r->tscopes_not_kept);
+    nwb_json_obj_end(j);
+}
+
 int nwb_tel_report_state_write(const nwb_tel_report_state_t *r, const nwb_tel_report_options_t *opt,
                                nwb_buf_t *out)
 {
     static const nwb_tel_report_options_t defaults = NWB_TEL_REPORT_OPTIONS_INIT;
     const size_t start = out->len;
+    struct nwb__tel_names names;
+    uint32_t *by_id;
     nwb_buf_t scratch;
     nwb_json_t j;
     int err;
@@ -647,6 +936,9 @@ int nwb_tel_report_state_write(const nwb_tel_report_state_t *r, const nwb_tel_re
     if (opt == NULL) {
         opt = &defaults;
     }
+    names.strings = &r->strings;
+    names.sym = opt->names;
+    by_id = sorted(r, r->thread_ix.count, rcmp_thread);
     out->max = opt->json_max != 0 ? opt->json_max : NWB_TEL_REPORT_JSON_MAX;
     nwb_buf_init(&scratch, 1u << 20);
     nwb_json_init(&j, out, NULL);
@@ -657,16 +949,22 @@ int nwb_tel_report_state_write(const nwb_tel_report_state_t *r, const nwb_tel_re
     write_decode(&j, r);
     write_uploads(&j, opt->ingest);
     write_events(&j, r);
-    write_frames(&j, r, opt->names, &scratch);
-    err = write_scopes(&j, r, opt->names);
+    write_frames(&j, r, &names, &scratch);
+    err = by_id != NULL ? write_scopes(&j, r, &names, by_id) : -ENOMEM;
     if (err == 0) {
-        err = write_memory(&j, r, opt->names);
+        err = write_memory(&j, r, &names);
     }
     if (err == 0) {
-        err = write_fg(&j, r, opt->names);
+        err = write_fg(&j, r, &names);
     }
     if (err == 0) {
-        write_diags(&j, r, opt->names);
+        write_diags(&j, r, &names);
+        write_threads(&j, r, by_id);
+        err = write_counters(&j, r, &names);
+    }
+    if (err == 0) {
+        write_marks(&j, r, by_id);
+        write_profiler(&j, r);
     }
     nwb_json_obj_end(&j);
     nwb_json_space(&j, "\n", 1);
@@ -677,5 +975,6 @@ int nwb_tel_report_state_write(const nwb_tel_report_state_t *r, const nwb_tel_re
         out->len = start;
     }
     nwb_buf_cleanup(&scratch);
+    nwb_free(by_id);
     return err;
 }

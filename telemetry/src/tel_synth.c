@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tel_synth.c - a deterministic synthetic telemetry stream, made by driving a real recorder
- * with a fake 60 Hz game: nested scopes on a main and a worker thread, GPU results published
- * two frames late and sometimes out of order, growing arenas beside a heapBacking total, log
- * lines with name tokens, frame graphs from a contributor, diagnostics, and (on request)
- * events a version-1 reader does not know. Used for golden streams, tests and benchmarks.
+ * with a fake 60 Hz game: nested scopes on a main, a worker and an audio thread, GPU results
+ * published two frames late and sometimes out of order, growing arenas beside a heapBacking
+ * total, log lines with name tokens, frame graphs from a contributor, diagnostics, the
+ * profiler's format-1.1 events (named threads with their record, drop and malformed counts,
+ * the string tables of the scope and counter names, counters, marks), and (on request) events
+ * a version-1 reader does not know. Used for golden streams, tests and benchmarks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +19,10 @@
 
 #define MAIN_THREAD      1u
 #define WORKER_THREAD    2u
+#define AUDIO_THREAD     3u
+#define THREADS          3u
+#define AUDIO_SCOPES     2u  /* audio.mix > audio.decode, when the scope budget allows */
+#define AUDIO_NAMED_AT   2u  /* the audio thread is named from this frame on */
 #define JOB_NAMES        16u
 #define SYNTH_MAX_GPU    8u
 #define SYNTH_MAX_ARENAS 8u
@@ -52,6 +58,9 @@ struct synth {
     uint64_t gpu_last[SYNTH_MAX_GPU]; /* GPU duration of the pending source frames */
     uint64_t arena_used[SYNTH_MAX_ARENAS];
     uint64_t heap_used;
+    /* The profiler's per-thread counts (cumulative, as thread events carry them). */
+    uint64_t records[THREADS], dropped[THREADS], malformed[THREADS];
+    nwb_buf_t event; /* one encoded 1.1 event, its payload handed to the recorder */
 };
 
 static nwb_name_t name_of(struct synth *sy, const char *s)
@@ -87,6 +96,9 @@ static int append_segment(void *ctx, const uint8_t *data, size_t len)
 static const char *const main_names[] = {
     "frame",         "update",         "physics",         "ai",         "animation", "render",
     "render.shadow", "render.gbuffer", "render.lighting", "render.post"};
+static const char *const audio_names[AUDIO_SCOPES] = {"audio.mix", "audio.decode"};
+static const char *const counter_names[] = {"render.drawCalls", "physics.bodies", "audio.voices",
+                                            "worker.queueDepth"};
 static const char *const gpu_names[SYNTH_MAX_GPU] = {
     "gpu.shadow",          "gpu.gbuffer",      "gpu.lighting",   "gpu.post",
     "gpu.caustic.photons", "gpu.surfel.trace", "gpu.reflection", "gpu.ui"};
@@ -99,6 +111,7 @@ struct scopes {
     nwb_tel_scope_id_t worker;
     nwb_tel_scope_id_t jobs[JOB_NAMES];
     nwb_tel_scope_id_t gpu[SYNTH_MAX_GPU];
+    nwb_tel_scope_id_t audio[AUDIO_SCOPES];
     nwb_name_t job_names[JOB_NAMES];
 };
 
@@ -157,6 +170,13 @@ static int setup(struct synth *sy, struct scopes *sc, nwb_tel_mem_source_t **are
     for (unsigned i = 0; i < cfg->gpu_scopes && err == 0; i++) {
         err = nwb_tel_scope_register(sy->rec, name_of(sy, gpu_names[i]), NWB_TEL_SCOPE_GPU,
                                      &sc->gpu[i]);
+    }
+    for (unsigned i = 0; cfg->profiler && i < AUDIO_SCOPES && err == 0; i++) {
+        err = nwb_tel_scope_register(sy->rec, name_of(sy, audio_names[i]), NWB_TEL_SCOPE_CPU,
+                                     &sc->audio[i]);
+    }
+    for (size_t i = 0; cfg->profiler && i < NWB_ARRAY_SIZE(counter_names); i++) {
+        (void)name_of(sy, counter_names[i]);
     }
     for (unsigned i = 0; i < cfg->arenas && err == 0; i++) {
         err = nwb_tel_mem_source_register(sy->rec, name_of(sy, arena_names[i]), NWB_TEL_MEM_ARENA,
@@ -252,6 +272,125 @@ static void worker_thread(struct synth *sy, const struct scopes *sc, uint64_t t0
     }
 }
 
+/* ---- The profiler's format-1.1 events -------------------------------------------------- */
+
+/* Hand the payload of the event just encoded in sy->event to the recorder (current frame). */
+static void record_encoded(struct synth *sy, int enc_err, unsigned kind, uint64_t ts)
+{
+    int err = enc_err;
+
+    if (err == 0) {
+        err = nwb_tel_event_record_raw(sy->rec, kind, 1, ts, sy->event.data + NWB_TEL_EVENT_HEADER,
+                                       sy->event.len - NWB_TEL_EVENT_HEADER);
+    }
+    if (err != 0 && sy->err == 0) {
+        sy->err = err;
+    }
+    sy->event.len = 0;
+}
+
+/* The audio thread's frame: audio.mix with audio.decode inside, mid-frame. */
+static void audio_thread(struct synth *sy, const struct scopes *sc, uint64_t t0, uint64_t dur)
+{
+    const uint64_t start = t0 + dur / 3;
+    const uint64_t mix = dur * rng_range(&sy->rng, 8, 14) / 100;
+
+    nwb_tel_scope_record(sy->rec, sc->audio[0], AUDIO_THREAD, start, start + mix, 0);
+    nwb_tel_scope_record(sy->rec, sc->audio[1], AUDIO_THREAD, start + mix / 10,
+                         start + mix * 6 / 10, 1);
+    sy->records[AUDIO_THREAD - 1] += AUDIO_SCOPES;
+}
+
+/* The strings of every scope and counter name the profiler uses, as the recorder writes them at
+ * the start of each segment (the first time the segment uses them). GPU, memory, frame-graph and
+ * diagnostic names stay hashes: their strings come from the .namesym sidecar. */
+static void string_table(struct synth *sy, uint64_t ts)
+{
+    nwb_tel_string_t s[NWB_ARRAY_SIZE(main_names) + 1 + JOB_NAMES + AUDIO_SCOPES +
+                       NWB_ARRAY_SIZE(counter_names)];
+    char jobs[JOB_NAMES][16];
+    uint32_t n = 0;
+
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(main_names); i++) {
+        s[n].str = main_names[i];
+        s[n++].len = (uint16_t)strlen(main_names[i]);
+    }
+    s[n].str = "worker.jobs";
+    s[n++].len = 11;
+    for (unsigned i = 0; i < JOB_NAMES; i++) {
+        const int len = snprintf(jobs[i], sizeof(jobs[i]), "job.%u", i);
+
+        s[n].str = jobs[i];
+        s[n++].len = (uint16_t)len;
+    }
+    for (size_t i = 0; i < AUDIO_SCOPES; i++) {
+        s[n].str = audio_names[i];
+        s[n++].len = (uint16_t)strlen(audio_names[i]);
+    }
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(counter_names); i++) {
+        s[n].str = counter_names[i];
+        s[n++].len = (uint16_t)strlen(counter_names[i]);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        s[i].name = nwb_name_hash(s[i].str, s[i].len);
+    }
+    record_encoded(sy, nwb_tel_encode_strings(&sy->event, ts, 0, s, n), NWB_TEL_KIND_STRING_TABLE,
+                   ts);
+}
+
+/* One counterFrame: draw calls and bodies on the main thread, two voice-count samples on the
+ * audio thread, the job queue's depth on the worker. */
+static void counter_frame(struct synth *sy, uint64_t f, uint64_t t0, uint64_t dur, int hitch)
+{
+    nwb_tel_counter_t c[5];
+
+    for (unsigned i = 0; i < NWB_ARRAY_SIZE(c); i++) {
+        const unsigned k = i < 2 ? i : (i < 4 ? 2 : 3);
+
+        c[i].name = nwb_name_hash(counter_names[k], strlen(counter_names[k]));
+        c[i].ts_ns = t0 + dur * (i + 1) / 8;
+        c[i].thread = k < 2 ? MAIN_THREAD : (k == 2 ? AUDIO_THREAD : WORKER_THREAD);
+    }
+    c[0].value = (double)rng_range(&sy->rng, 800, 1200) * (hitch ? 2.0 : 1.0);
+    c[1].value = (double)(120 + f / 3);
+    c[2].value = (double)rng_range(&sy->rng, 8, 24);
+    c[3].value = (double)rng_range(&sy->rng, 8, 24) + 0.5;
+    c[4].value = (double)rng_range(&sy->rng, 0, 12);
+    sy->records[MAIN_THREAD - 1] += 2;
+    sy->records[AUDIO_THREAD - 1] += 2;
+    sy->records[WORKER_THREAD - 1] += 1;
+    record_encoded(sy, nwb_tel_encode_counters(&sy->event, t0, 0, c, 5), NWB_TEL_KIND_COUNTER_FRAME,
+                   t0 + dur / 2);
+}
+
+static void mark(struct synth *sy, uint32_t thread, uint64_t ts, const char *text)
+{
+    sy->records[thread - 1]++;
+    record_encoded(sy, nwb_tel_encode_mark(&sy->event, ts, 0, thread, text, strlen(text)),
+                   NWB_TEL_KIND_MARK, ts);
+}
+
+/* The thread events of a segment: cumulative counts; the audio thread is named late, so its
+ * first events carry no name (a reader keeps the name once it is given). */
+static void thread_events(struct synth *sy, uint64_t f, uint64_t ts)
+{
+    static const char *const names[THREADS] = {"main", "worker", "audio"};
+
+    for (uint32_t t = 0; t < THREADS; t++) {
+        nwb_tel_thread_info_t ti;
+        const int named = t + 1 != AUDIO_THREAD || f >= AUDIO_NAMED_AT;
+
+        ti.thread = t + 1;
+        ti.name = named ? names[t] : NULL;
+        ti.name_len = named ? (uint16_t)strlen(names[t]) : 0;
+        ti.records = sy->records[t];
+        ti.dropped = sy->dropped[t];
+        ti.malformed = sy->malformed[t];
+        record_encoded(sy, nwb_tel_encode_thread(&sy->event, ts, 0, &ti), NWB_TEL_KIND_THREAD,
+                       ts);
+    }
+}
+
 static void memory_frame(struct synth *sy, uint64_t f, nwb_tel_mem_source_t **arenas,
                          nwb_tel_mem_source_t *heap, nwb_tel_mem_source_t *scope)
 {
@@ -321,6 +460,7 @@ int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
         return NWB_ECONFIG;
     }
     memset(&sy, 0, sizeof(sy));
+    nwb_buf_init(&sy.event, NWB_TEL_EVENT_HEADER + NWB_TEL_PAYLOAD_MAX);
     sy.cfg = cfg;
     sy.segment = segment;
     sy.segment_ctx = ctx;
@@ -352,6 +492,10 @@ int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
         uint64_t dur = rng_range(&sy.rng, 15166667u, 18166667u);
         char msg[160];
         uint32_t main_n;
+        uint32_t audio_n;
+        const uint32_t fpu = cfg->frames_per_upload;
+        const int segment_first = fpu > 0 ? f % fpu == 0 : f == 0;
+        const int segment_last = (fpu > 0 && (f + 1) % fpu == 0) || f + 1 == cfg->frames;
 
         if (f % 37 == 36) {
             dur = dur * rng_range(&sy.rng, 20, 30) / 10;
@@ -363,8 +507,42 @@ int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
                         ? NWB_TEL_CAPTURE_ALL
                         : (NWB_TEL_CAPTURE_ALL & ~NWB_TEL_CAPTURE_FRAME_GRAPH));
         nwb_tel_frame_begin(sy.rec, f, t);
-        main_n = main_thread(&sy, &sc, t, dur, cfg->scopes_per_frame);
-        worker_thread(&sy, &sc, t, dur, cfg->scopes_per_frame - main_n);
+        if (cfg->profiler && segment_first) {
+            string_table(&sy, t);
+        }
+        /* The audio thread's two scopes and at least two on the worker come out of the budget
+         * first (when it has room for them); the main thread takes what is left, up to 10. */
+        audio_n = cfg->profiler && cfg->scopes_per_frame >= 8 ? AUDIO_SCOPES : 0;
+        main_n = main_thread(&sy, &sc, t, dur,
+                             cfg->scopes_per_frame - audio_n - (audio_n != 0 ? 2u : 0u));
+        worker_thread(&sy, &sc, t, dur, cfg->scopes_per_frame - audio_n - main_n);
+        if (audio_n != 0) {
+            audio_thread(&sy, &sc, t, dur);
+        }
+        if (cfg->profiler) {
+            sy.records[MAIN_THREAD - 1] += main_n;
+            sy.records[WORKER_THREAD - 1] += cfg->scopes_per_frame - audio_n - main_n;
+            /* Overload: the worker's ring overflows every 4th frame, by more in a hitch; the
+             * audio thread leaves a scope open at a frame end every 5th frame. */
+            if (f % 4 == 3 || f % 37 == 36) {
+                const unsigned lost = f % 37 == 36 ? 3u : 1u;
+
+                sy.records[WORKER_THREAD - 1] += lost;
+                sy.dropped[WORKER_THREAD - 1] += lost;
+            }
+            if (f % 5 == 4) {
+                sy.malformed[AUDIO_THREAD - 1]++;
+            }
+            counter_frame(&sy, f, t, dur, f % 37 == 36);
+            if (f == 0) {
+                mark(&sy, MAIN_THREAD, t + 1000u, "level loaded");
+            } else if (f % 30 == 3) {
+                mark(&sy, MAIN_THREAD, t + dur / 4, "autosave");
+            }
+            if (f % 37 == 36) {
+                mark(&sy, WORKER_THREAD, t + dur / 2, "streaming stall");
+            }
+        }
         /* GPU results of frame f-2 arrive now; every 7th frame they are held back and arrive
          * with the next frame's, newest first (out of source-frame order). */
         for (unsigned g = 0; g < cfg->gpu_scopes; g++) {
@@ -418,6 +596,9 @@ int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
             nwb_tel_event_record_raw(sy.rec, NWB_TEL_KIND_TEXT_LOG, 2, t + 11, text2,
                                      sizeof(text2));
         }
+        if (cfg->profiler && segment_last) {
+            thread_events(&sy, f, t + dur - 500u);
+        }
         nwb_tel_frame_end(sy.rec, t + dur);
         t += dur;
         if (cfg->frames_per_upload > 0 && (f + 1) % cfg->frames_per_upload == 0) {
@@ -430,5 +611,6 @@ int nwb_tel_synth_run(const nwb_tel_synth_config_t *cfg,
     err = sy.err != 0 ? sy.err : nwb_tel_flush_upload(sy.rec);
 out:
     nwb_tel_recorder_destroy(sy.rec);
+    nwb_buf_cleanup(&sy.event);
     return err != 0 ? err : sy.err;
 }

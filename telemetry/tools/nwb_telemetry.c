@@ -37,8 +37,11 @@ static const char usage_text[] =
     "  chrome FILE -o TRACE.json [--namesym F]...   Chrome trace events (Perfetto)\n"
     "  synth -o FILE [--zstd] [--seed N] [--frames N] [--scopes N] [--gpu N] [--arenas N]\n"
     "        [--logs N] [--frames-per-upload N] [--frame-graph-every N]\n"
-    "        [--diagnostics-every N] [--unknown-kinds] [--namesym-out F.namesym]\n"
+    "        [--diagnostics-every N] [--unknown-kinds] [--no-profiler]\n"
+    "        [--namesym-out F.namesym]\n"
     "                        a deterministic synthetic stream (same options, same bytes),\n"
+    "                        with every event kind (--no-profiler: without the format 1.1\n"
+    "                        thread, stringTable, counterFrame and mark events),\n"
     "                        written one upload at a time; --zstd or a FILE ending in .zst\n"
     "                        writes one zstd frame per upload (telemetry.nwbs.zst)\n"
     "\n"
@@ -116,6 +119,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->stats = 1;
         } else if (strcmp(a, "--unknown-kinds") == 0) {
             o->synth.unknown_kinds = 1;
+        } else if (strcmp(a, "--no-profiler") == 0) {
+            o->synth.profiler = 0;
         } else if (strcmp(a, "--seed") == 0) {
             uint32_t seed;
 

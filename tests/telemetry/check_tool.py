@@ -25,7 +25,8 @@ def strict_loads(text):
     a repeated key."""
     return json.loads(text, parse_constant=reject_constant, object_pairs_hook=unique_keys)
 
-KINDS = ["textLog", "diagnostic", "frameGraphFrame", "perfFrame", "memoryFrame"]
+KINDS = ["textLog", "diagnostic", "frameGraphFrame", "perfFrame", "memoryFrame", "thread",
+         "stringTable", "counterFrame", "mark"]
 
 
 def run(tool, *args):

@@ -388,7 +388,7 @@ static void check_report(const char *json, const struct demo_record *r)
         if (s->samples == 0) {
             continue;
         }
-        sec = gpu ? section(json, "\"gpu\":[", "\"memory\":{", &len)
+        sec = gpu ? section(json, "\"gpu\":[", "\"omittedSamples\":", &len)
                   : section(json, "\"cpu\":[", "\"gpu\":[", &len);
         assert_non_null(sec);
         e = entry(sec, len, s->name, s->token, &elen);
@@ -403,7 +403,7 @@ static void check_report(const char *json, const struct demo_record *r)
     /* No scope the demo did not record. */
     sec = section(json, "\"cpu\":[", "\"gpu\":[", &len);
     assert_int_equal(count_in(sec, len, "{\"name\":"), cpu_nonzero);
-    sec = section(json, "\"gpu\":[", "\"memory\":{", &len);
+    sec = section(json, "\"gpu\":[", "\"omittedSamples\":", &len);
     assert_int_equal(count_in(sec, len, "{\"name\":"), gpu_nonzero);
     assert_true(cpu_nonzero >= 10 && gpu_nonzero >= 2);
 

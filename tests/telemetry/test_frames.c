@@ -298,8 +298,9 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
     json = detail(d + seg[1], seg[2] - seg[1], 36, names, &rc);
     assert_int_equal(rc, 0);
     tel_expect(json, "{\"frame\":36,\"timestampNs\":");
-    tel_expect(json, "\"threads\":[{\"thread\":1,\"scopes\":[{\"name\":\"");
-    tel_expect(json, "{\"thread\":2,\"scopes\":[");
+    tel_expect(json, "\"threads\":[{\"thread\":1,\"name\":\"main\",\"scopes\":[{\"name\":\"");
+    tel_expect(json, "{\"thread\":2,\"name\":\"worker\",\"scopes\":[");
+    tel_expect(json, "{\"thread\":3,\"name\":\"audio\",\"scopes\":[{\"name\":\"audio.mix\"");
     tel_expect(json, "\"depth\":1,\"startNs\":");
     tel_expect(json, "\"gpu\":[{\"name\":\"");
     tel_expect(json, "\"sourceFrameMax\":34,");
@@ -308,7 +309,12 @@ static void test_frames_detail_of_a_demo_like_frame(void **state)
     tel_expect(json, "\"message\":\"frame 36: ");
     tel_expect(json, "\"message\":\"frame 36 over budget: ");
     tel_expect(json, "],\"moreLogs\":0}");
-    tel_expect(json, "\"frameGraph\":null,\"logs\":["); /* a graph only every 30th frame */
+    /* A graph only every 30th frame; the frame's five counter samples and its hitch mark. */
+    tel_expect(json, "\"frameGraph\":null,\"counters\":[{\"name\":\"render.drawCalls\",\"value\":");
+    tel_expect(json, "{\"name\":\"audio.voices\",\"value\":");
+    tel_expect(json, "\"thread\":2,\"tsMs\":");
+    tel_expect(json, "],\"moreCounters\":0,\"marks\":[{\"thread\":2,\"tsMs\":");
+    tel_expect(json, "\"text\":\"streaming stall\"}],\"moreMarks\":0,\"logs\":[");
     /* Its duration is the one the report lists among the worst frames. */
     {
         const char *ms = strstr(json, "\"durationMs\":");

@@ -290,11 +290,12 @@ static void test_tool_reads_and_writes_nwbs_zst(void **state)
     {
         const char *const dump_raw[] = {"dump", raw_dump, NULL};
         const char *const dump_zst[] = {"dump", zst, NULL};
+        size_t dump_len = 0;
 
         assert_int_equal(tool(f, dump_raw), 0);
-        want = (char *)tel_read_file(f->out, &len);
+        want = (char *)tel_read_file(f->out, &dump_len);
         assert_int_equal(tool(f, dump_zst), 0);
-        got = (char *)tel_read_file(f->out, &len);
+        got = (char *)tel_read_file(f->out, &dump_len);
         assert_non_null(want);
         assert_non_null(got);
         assert_string_equal(got, want);

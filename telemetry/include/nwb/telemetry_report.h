@@ -45,6 +45,13 @@ extern "C" {
 #define NWB_TEL_REPORT_PENDING_LOGS  32u /* frames whose log lines wait for their perfFrame */
 #define NWB_TEL_REPORT_DIAGNOSTICS   64u /* diagnostics listed; the rest are counted */
 #define NWB_TEL_REPORT_REJECTIONS    16u /* most recent rejected uploads listed */
+/* Format 1.1 (issue 15): the names a stream carries, threads, counters and marks. */
+#define NWB_TEL_REPORT_STRINGS_MAX       65536u            /* stream strings kept (by hash) */
+#define NWB_TEL_REPORT_STRING_BYTES_MAX  (4u << 20)        /* bytes of those strings: 4 MiB */
+#define NWB_TEL_REPORT_THREADS_MAX       256u              /* thread ids attributed */
+#define NWB_TEL_REPORT_THREAD_SCOPES_MAX 4096u             /* (thread, CPU scope) rows */
+#define NWB_TEL_REPORT_COUNTERS_MAX      1024u             /* distinct counter names */
+#define NWB_TEL_REPORT_MARKS             1000u             /* marks listed; the rest counted */
 
 /* ---- Upload outcome log (telemetry.ingest.log beside telemetry.nwbs) ----------------------- */
 
@@ -206,6 +213,8 @@ NWB_API size_t nwb_tel_report_state_memory_bytes(const nwb_tel_report_state_t *s
 #define NWB_TEL_FRAMES_POINTS_MAX 4096u     /* buckets one frames query may ask for */
 #define NWB_TEL_FRAME_BUDGET_NS   16666667u /* default frame budget: 60 Hz */
 #define NWB_TEL_FRAME_DETAIL_LOGS 256u      /* log lines listed by a frame detail */
+#define NWB_TEL_FRAME_DETAIL_COUNTERS 16384u /* counter samples listed by a frame detail */
+#define NWB_TEL_FRAME_DETAIL_MARKS    256u   /* marks listed by a frame detail */
 
 /**
  * Write one JSON object to @p j (borrowed; a value position: top level, array item or after a
@@ -320,7 +329,7 @@ NWB_API int nwb_tel_chrome_write(const uint8_t *stream, size_t len,
 typedef struct nwb_tel_synth_config {
     uint64_t seed;
     uint32_t frames;
-    uint32_t scopes_per_frame;  /* CPU scopes per frame across both threads (>= 4) */
+    uint32_t scopes_per_frame;  /* CPU scopes per frame across the threads (>= 4) */
     uint32_t gpu_scopes;        /* distinct GPU scopes, each published with a delay */
     uint32_t arenas;            /* growing arenas, plus one heapBacking and one explicit scope */
     uint32_t logs_per_frame;    /* text lines per frame (with name tokens) */
@@ -328,17 +337,20 @@ typedef struct nwb_tel_synth_config {
     uint32_t frame_graph_every; /* a frame-graph frame every N frames; 0 = none */
     uint32_t diagnostics_every; /* a diagnostic every N frames; 0 = none */
     int unknown_kinds;          /* also write events of kinds a v1 reader does not know */
+    int profiler;               /* format 1.1: an audio thread, thread events, string tables,
+                                 * counters and marks (0: a format 1.0 stream, two threads) */
 } nwb_tel_synth_config_t;
 
 #define NWB_TEL_SYNTH_CONFIG_INIT                                                                  \
     {                                                                                              \
-        1, 120, 24, 4, 3, 1, 60, 30, 50, 0                                                         \
+        1, 120, 24, 4, 3, 1, 60, 30, 50, 0, 1                                                      \
     }
 
 /**
- * Append a deterministic, realistic stream to @p out (a 60 Hz frame loop on two threads with
- * nested scopes, delayed out-of-order GPU publication, growing arenas, log lines with name
- * tokens, frame graphs and diagnostics). The same config always gives the same bytes. When
+ * Append a deterministic, realistic stream to @p out (a 60 Hz frame loop on three named threads
+ * with nested scopes, delayed out-of-order GPU publication, growing arenas, log lines with name
+ * tokens, frame graphs, diagnostics, and with cfg->profiler the format-1.1 thread, string-table,
+ * counter and mark events). The same config always gives the same bytes. When
  * @p names is not NULL every name the stream uses is added to it (to write a .namesym).
  * Returns 0 or a buffer error.
  */
