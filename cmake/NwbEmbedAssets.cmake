@@ -13,11 +13,9 @@
 # ETag is the first 64 bits of the file's SHA-256. No xxd or other tool is needed.
 cmake_minimum_required(VERSION 3.20)
 
-foreach(var NWB_EMBED_LIST NWB_EMBED_OUT NWB_EMBED_HEADER NWB_EMBED_STRUCT NWB_EMBED_SYMBOL)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "NwbEmbedAssets.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/NwbRequireDefined.cmake)
+nwb_require_defined(NwbEmbedAssets.cmake
+  NWB_EMBED_LIST NWB_EMBED_OUT NWB_EMBED_HEADER NWB_EMBED_STRUCT NWB_EMBED_SYMBOL)
 
 function(nwb_embed_ctype name out)
   string(REGEX MATCH "\\.[A-Za-z0-9]+$" ext "${name}")

@@ -166,6 +166,32 @@ else()
   endif()
 endif()
 
+# The .pc file's Cflags carry the interface compile definitions of what it covers (nwb_common's
+# NWB_TELEMETRY_LEVEL and, in fin, NWB_FINAL), read from the targets so they cannot drift from
+# what the CMake package exports. Only plain NAME or NAME=value with a word value fit a .pc line.
+set(NWB_PC_CFLAGS "")
+foreach(t IN LISTS nwb_pc_closure)
+  get_target_property(defs ${t} INTERFACE_COMPILE_DEFINITIONS)
+  if(NOT defs)
+    continue()
+  endif()
+  foreach(def IN LISTS defs)
+    if(NOT def MATCHES "^[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_]*)?$")
+      message(FATAL_ERROR "NwbInstall: ${t}'s interface definition '${def}' cannot be written "
+        "to nwb-client.pc (plain NAME or NAME=word only)")
+    endif()
+    string(APPEND NWB_PC_CFLAGS " -D${def}")
+  endforeach()
+endforeach()
+
+# What find_package(nwb) reports besides the targets (which carry the definitions themselves).
+set(NWB_CONFIG_BUILD_FACTS
+  "set(nwb_BUILD_CONFIG \"${NWB_CONFIG_NAME}\")\n"
+  "set(nwb_TELEMETRY \"${nwb_telemetry_uc}\")\n"
+  "set(nwb_TELEMETRY_LEVEL ${NWB_TELEMETRY_LEVEL})\n"
+  "set(nwb_FINAL ${nwb_final})")
+string(JOIN "" NWB_CONFIG_BUILD_FACTS ${NWB_CONFIG_BUILD_FACTS})
+
 # The .pc file finds its prefix from its own location (pkgconf's ${pcfiledir}), so it stays
 # right for `cmake --install --prefix` and DESTDIR.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")

@@ -6,12 +6,10 @@
  * and FATAL-free paths evaluate each argument exactly once in both.
  */
 #define _GNU_SOURCE
+/* Each variant sets NWB_FINAL itself, whatever the build configuration passed in. */
+#undef NWB_FINAL
 #ifdef NWB_TEST_WANT_FINAL
-#ifndef NWB_FINAL
 #define NWB_FINAL 1
-#endif
-#else
-#undef NWB_FINAL /* this variant tests the normal macros even in a fin build */
 #endif
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,7 +53,7 @@ static int teardown(void **state)
 
 static void test_ordinary_macros_evaluate_once_or_never_in_fin(void **state)
 {
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
     const int per_call = 0;
 #else
     const int per_call = 1;
@@ -98,7 +96,7 @@ static void test_compiled_out_calls_still_type_check_but_do_not_run(void **state
     /* In fin these are if (0) blocks: the increments must not happen. */
     NWB_LOGGER_INFO("%d", counter++);
     NWB_LOGGER_WARNING("%d %d", counter++, other++);
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
     assert_int_equal(counter + other, 0);
 #else
     assert_int_equal(counter + other, 3);
@@ -117,7 +115,7 @@ int main(void)
                                         setup, teardown),
     };
 
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
     return cmocka_run_group_tests_name("client.eval_fin", tests, NULL, NULL);
 #else
     return cmocka_run_group_tests_name("client.eval", tests, NULL, NULL);

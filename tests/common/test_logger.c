@@ -94,7 +94,7 @@ static void test_logger_one_argument_is_raw_and_more_are_formatted(void **state)
     /* Plain calls reach the logger except in fin, where they compile out. */
     NWB_LOGGER_INFO("plain %d", 1);
     NWB_LOGGER_WARNING("plain raw");
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
     assert_int_equal(c.calls, 1);
     assert_int_equal(c.raw_calls, 2);
 #else

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nwb/build_config.h" /* NWB_IS_FINAL, as nwb-demo was built */
 #include "nwb/crash.h"
 #include "json_check.h"
 #include "test_support.h"
@@ -438,7 +439,7 @@ static void check_report(const char *json, const struct demo_record *r)
 /* log.txt must hold the demo's lines, at their levels, and the worker thread's. */
 static void check_log(const char *log, const struct demo_record *r)
 {
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
     /* INFO and WARNING calls compile out in fin builds: only the essential lines remain. */
     assert_non_null(strstr(log, "nwb-demo done: " DEMO_FRAMES " frames"));
     assert_non_null(strstr(log, r->run));

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nwb/build_config.h" /* NWB_IS_FINAL */
 #include "nwb/common.h"
 
 #ifdef __cplusplus
@@ -172,7 +173,7 @@ static inline void nwb__log_raw_check(const char *msg)
     } while (0)
 
 /* ---- the public macros ---- */
-#ifdef NWB_FINAL
+#if NWB_IS_FINAL
 #define NWB_LOGGER_INFO(...)    NWB__LOG_OFF(__VA_ARGS__)
 #define NWB_LOGGER_WARNING(...) NWB__LOG_OFF(__VA_ARGS__)
 #define NWB_LOGGER_ERROR(...)   NWB__LOG_OFF(__VA_ARGS__)

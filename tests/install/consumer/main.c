@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c - the install test's consumer: a game that found nwb through find_package(nwb) or
- * pkg-config nwb-client, logs one line in standalone mode (--no-logserver) into the directory
- * it is given, and checks that the line landed in a file under that directory.
+ * pkg-config nwb-client, logs an essential and an ordinary line in standalone mode
+ * (--no-logserver) into the directory it is given, checks that the essential line landed in a
+ * file there and the ordinary one exactly when the build it links is not final, and prints the
+ * build facts it was compiled with (NWB_TELEMETRY_LEVEL, NWB_IS_FINAL) for
+ * run_install_test.cmake to compare with the build's.
  * Usage: nwb_consumer LOG_DIR --no-logserver
  */
 #define _POSIX_C_SOURCE 200809L
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "nwb/build_config.h"
 #include "nwb/client.h"
 #include "nwb/log.h"
 
@@ -86,7 +90,9 @@ int main(int argc, char **argv)
     char err[256] = "";
     char run[32];
     char needle[128];
+    char ordinary[128];
     char hit[4096];
+    int ordinary_found;
 
     if (nwb_client_config_args(&cfg, &argc, argv, err, sizeof(err)) != 0) {
         fprintf(stderr, "nwb_consumer: bad arguments: %s\n", err);
@@ -110,7 +116,10 @@ int main(int argc, char **argv)
     }
     snprintf(run, sizeof(run), "%s", nwb_client_run_id(client));
     snprintf(needle, sizeof(needle), "consumer %s frame %d took %.2f ms", run, 42, 16.67);
-    NWB_LOGGER_INFO("consumer %s frame %d took %.2f ms", run, 42, 16.67);
+    snprintf(ordinary, sizeof(ordinary), "consumer %s ordinary info", run);
+    NWB_LOGGER_ESSENTIAL_INFO("consumer %s frame %d took %.2f ms", run, 42, 16.67);
+    /* Compiled out when the installed build is final (NWB_FINAL=1 from the package). */
+    NWB_LOGGER_INFO("consumer %s ordinary info", run);
     nwb_client_destroy(client);
 
     if (!find_line(argv[1], needle, 0, hit, sizeof(hit))) {
@@ -118,5 +127,15 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("nwb_consumer: found \"%s\" in %s\n", needle, hit);
+    ordinary_found = find_line(argv[1], ordinary, 0, hit, sizeof(hit));
+    if (ordinary_found == NWB_IS_FINAL) {
+        fprintf(stderr, "nwb_consumer: the ordinary NWB_LOGGER_INFO line was %s, NWB_IS_FINAL=%d\n",
+                ordinary_found ? "written" : "not written", NWB_IS_FINAL);
+        return 1;
+    }
+    printf("nwb_consumer: ordinary NWB_LOGGER_INFO line %s\n",
+           ordinary_found ? "written" : "compiled out");
+    printf("nwb_consumer: NWB_TELEMETRY_LEVEL=%d NWB_IS_FINAL=%d\n", NWB_TELEMETRY_LEVEL,
+           NWB_IS_FINAL);
     return 0;
 }
