@@ -17,7 +17,7 @@
 
 #define SEG_NAMES 8192u /* names a segment's string tables carry (open addressing, half full) */
 
-#if defined(NWB_FINAL) && NWB_FINAL != 0
+#if NWB_IS_FINAL
 #define STRINGS_IN_STREAM 0
 #else
 #define STRINGS_IN_STREAM 1

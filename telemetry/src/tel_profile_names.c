@@ -21,15 +21,17 @@ struct name_slot {
 };
 
 static struct name_slot names[NWB__PROF_NAMES];
+#if !NWB_IS_FINAL
 static unsigned names_used;
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 
 nwb_name_t nwb_tel_name(const char *s)
 {
     const size_t len = s != NULL ? strlen(s) : 0;
     const nwb_name_t h = nwb_name_hash(s != NULL ? s : "", len);
 
-#if !defined(NWB_FINAL) || NWB_FINAL == 0
+#if !NWB_IS_FINAL
     if (len == 0 || len > NWB_TEL_STRING_MAX || nwb_tel_name_string(h, NULL) != NULL) {
         return h;
     }
