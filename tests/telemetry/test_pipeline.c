@@ -91,6 +91,16 @@ static double json_number(const char *json, const char *after, const char *key)
     return strtod(p + strlen(k), NULL);
 }
 
+/* A run directory and the server's report-state cache, as a fresh server has them. */
+static void server_side_open(struct server_side *srv)
+{
+    memset(srv, 0, sizeof(*srv));
+    snprintf(srv->dir, sizeof(srv->dir), "/tmp/nwb_tel_pipe_XXXXXX");
+    assert_non_null(mkdtemp(srv->dir));
+    nwb__tel_ingest_metrics_init(&srv->m);
+    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv->m, &srv->cache), 0);
+}
+
 static void rm_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -129,11 +139,7 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
     uint64_t t = 1000000000ull;
 
     (void)state;
-    memset(&srv, 0, sizeof(srv));
-    snprintf(srv.dir, sizeof(srv.dir), "/tmp/nwb_tel_pipe_XXXXXX");
-    assert_non_null(mkdtemp(srv.dir));
-    nwb__tel_ingest_metrics_init(&srv.m);
-    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv.m, &srv.cache), 0);
+    server_side_open(&srv);
     uc.deliver = deliver_to_ingest;
     uc.ctx = &srv;
     assert_int_equal(nwb_tel_uploader_create(&uc, &up), 0);
@@ -318,11 +324,7 @@ static void test_pipeline_stream_names_survive_a_server_restart(void **state)
     size_t len;
 
     (void)state;
-    memset(&srv, 0, sizeof(srv));
-    snprintf(srv.dir, sizeof(srv.dir), "/tmp/nwb_tel_pipe_XXXXXX");
-    assert_non_null(mkdtemp(srv.dir));
-    nwb__tel_ingest_metrics_init(&srv.m);
-    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv.m, &srv.cache), 0);
+    server_side_open(&srv);
     profile_upload(&srv, 1);
     profile_upload(&srv, 2);
     /* A restart: every report state in memory is gone; the next upload rebuilds the run's
