@@ -196,7 +196,9 @@ static void logs_add(rep_t *r, struct nwb__frame_logs *l, const nwb_tel_text_vie
     line->thread = t->thread;
     line->len = t->len;
     line->off = l->text_len;
-    memcpy(l->text + l->text_len, t->msg, t->len);
+    if (t->len != 0) { /* an empty first line has no buffer yet: memcpy(NULL, ..., 0) is UB */
+        memcpy(l->text + l->text_len, t->msg, t->len);
+    }
     l->text_len += t->len;
 }
 

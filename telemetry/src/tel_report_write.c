@@ -370,7 +370,9 @@ static void write_frames(nwb_json_t *j, const rep_t *r, const struct nwb__tel_na
             nwb_json_key(j, "thread");
             nwb_json_u64(j, l->thread);
             nwb_json_key(j, "message");
-            nwb__tel_json_text(j, names, w->logs.text + l->off, l->len, scratch);
+            /* Only empty lines so far leave the text buffer unallocated. */
+            nwb__tel_json_text(j, names, l->len != 0 ? w->logs.text + l->off : "", l->len,
+                               scratch);
             nwb_json_obj_end(j);
         }
         nwb_json_arr_end(j);

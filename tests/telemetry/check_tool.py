@@ -61,6 +61,40 @@ def main():
         assert s["minMs"] <= s["meanMs"] <= s["maxMs"] + 1e-6, s
         assert s["firstSourceFrame"] <= s["lastSourceFrame"], s
     assert rep["memory"]["heapBacking"] and rep["memory"]["arenas"]
+    # Format 1.1: three named threads, the scope table per thread, counters, marks.
+    threads = rep["threads"]
+    assert [t["thread"] for t in threads] == [1, 2, 3], threads
+    assert [t["name"] for t in threads] == ["main", "worker", "audio"], threads
+    for t in threads:
+        assert 0 <= t["dropped"] <= t["records"] and t["malformed"] >= 0, t
+        assert t["scopes"] > 0 and t["cpuMs"] > 0, t
+    assert rep["profiler"]["dropped"] == sum(t["dropped"] for t in threads) > 0
+    assert rep["profiler"]["malformed"] == sum(t["malformed"] for t in threads) > 0
+    assert list(rep["profiler"].keys()) == ["dropped", "malformed", "namesNotKept",
+                                            "countersNotKept", "threadsNotKept",
+                                            "threadScopesNotKept"], rep["profiler"]
+    by_thread = rep["scopes"]["cpuByThread"]
+    assert [t["thread"] for t in by_thread] == [1, 2, 3], by_thread
+    row_keys = list(rep["scopes"]["cpu"][0].keys())
+    for t in by_thread:
+        for row in t["cpu"]:
+            assert list(row.keys()) == row_keys, row
+    # Every CPU scope instance is in exactly one thread's rows.
+    assert sum(r["samples"] for t in by_thread for r in t["cpu"]) == \
+        sum(r["samples"] for r in rep["scopes"]["cpu"])
+    counters = rep["counters"]
+    assert [c["name"] for c in counters] == sorted(c["name"] for c in counters), counters
+    assert {c["name"] for c in counters} == {"audio.voices", "physics.bodies",
+                                              "render.drawCalls", "worker.queueDepth"}
+    for c in counters:
+        assert c["min"] <= c["mean"] <= c["max"] and c["frames"] == 90, c
+        assert 0 < len(c["series"]) <= rep["memory"]["seriesMaxPoints"], c
+        for pt in c["series"]:
+            assert c["min"] <= pt["min"] <= pt["mean"] <= pt["max"] <= c["max"], pt
+    marks = rep["marks"]
+    assert marks["count"] == len(marks["listed"]) + marks["notListed"] and marks["count"] > 0
+    for m in marks["listed"]:
+        assert m["tsMs"] >= 0 and m["threadName"] in ("main", "worker"), m
 
     # chrome: a trace Perfetto can open.
     trace = os.path.join(work, "trace.json")
@@ -80,6 +114,17 @@ def main():
         phases[e["ph"]] = phases.get(e["ph"], 0) + 1
     assert phases["X"] == 90 * 25, phases
     assert phases["C"] > 0 and phases["i"] > 0, phases
+    named = {e["tid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert named == {0: "frames", 1: "main", 2: "worker", 3: "audio"}, named
+    order = {e["tid"]: e["args"]["sort_index"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_sort_index"}
+    assert order == {0: 0, 1: 1, 2: 2, 3: 3}, order
+    assert {e["tid"] for e in events if e["ph"] == "X" and e["cat"] == "cpu"} == {1, 2, 3}
+    samples = [e for e in events if e["ph"] == "C" and e["cat"] == "counter"]
+    assert len(samples) == 90 * 5 and all(isinstance(e["args"]["value"], (int, float))
+                                          for e in samples)
+    assert any(e["ph"] == "i" and e["cat"] == "mark" and e["s"] == "t" for e in events)
     r = run(tool, "chrome", stream)
     assert r.returncode == 2, "chrome without -o must be a usage error"
 
@@ -89,6 +134,10 @@ def main():
     lines = r.stdout.decode().splitlines()
     assert lines[-1].startswith("status=ok"), lines[-1]
     assert sum(1 for l in lines if " perfFrame " in l) == 90
+    assert sum(1 for l in lines if " counterFrame " in l) == 90
+    assert sum(1 for l in lines if " stringTable " in l) == 3
+    assert sum(1 for l in lines if " thread v1 " in l) == 9
+    assert any(' mark v1 ' in l and '"level loaded"' in l for l in lines)
 
     # synth: the same options give the same bytes.
     again = os.path.join(work, "again.nwbs")

@@ -2,8 +2,10 @@
 /*
  * test_format.c - the telemetry stream format: a round trip for the header and every payload,
  * unknown kinds skipped by length, newer payload versions read by their known prefix, memory
- * version and header size enforced, lying lengths and counts rejected at the right byte, and
- * the encoders refusing what the decoder would reject.
+ * version and header size enforced, lying lengths and counts rejected at the right byte, the
+ * format-1.1 kinds (thread, stringTable, counterFrame, mark) round-tripped and each of their
+ * rejections given with its status, byte and reason, and the encoders refusing what the
+ * decoder would reject.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -574,6 +576,208 @@ static void test_format_gpu_floats_must_be_finite(void **state)
     nwb_buf_cleanup(&b);
 }
 
+static void test_format_profile_kinds_round_trip(void **state)
+{
+    const nwb_tel_thread_info_t ti = {7, 4, "main", 10, 2, 1};
+    const nwb_tel_string_t str[2] = {{nwb_name_hash("frame", 5), "frame", 5},
+                                     {nwb_name_hash("render/shadows", 14), "render/shadows", 14}};
+    const nwb_tel_counter_t cnt[2] = {{nwb_name_hash("draws", 5), 100, 1234.5, 7},
+                                      {nwb_name_hash("voices", 6), 101, -3.0, 8}};
+    nwb_tel_string_t got;
+    nwb_tel_counter_t c;
+    nwb_tel_event_t ev;
+    nwb_buf_t b;
+    size_t used;
+    size_t bad = 0;
+    size_t off = 0;
+    size_t pos = 0;
+
+    (void)state;
+    nwb_buf_init(&b, 1 << 16);
+    assert_int_equal(nwb_tel_encode_thread(&b, 1, 2, &ti), 0);
+    assert_int_equal(nwb_tel_encode_strings(&b, 3, 4, str, 2), 0);
+    assert_int_equal(nwb_tel_encode_counters(&b, 5, 6, cnt, 2), 0);
+    assert_int_equal(nwb_tel_encode_mark(&b, 7, 8, 9, "level loaded", 12), 0);
+
+    assert_int_equal(decode_at(&b, off, &ev, &used, &bad), 0);
+    assert_int_equal(ev.kind, NWB_TEL_KIND_THREAD);
+    assert_int_equal(ev.frame, 2);
+    assert_int_equal(ev.u.thread.thread, 7);
+    assert_int_equal(ev.u.thread.name_len, 4);
+    assert_memory_equal(ev.u.thread.name, "main", 4);
+    assert_int_equal(ev.u.thread.records, 10);
+    assert_int_equal(ev.u.thread.dropped, 2);
+    assert_int_equal(ev.u.thread.malformed, 1);
+    off += used;
+    assert_int_equal(decode_at(&b, off, &ev, &used, &bad), 0);
+    assert_int_equal(ev.kind, NWB_TEL_KIND_STRING_TABLE);
+    assert_int_equal(ev.u.strings.count, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_true(nwb_tel_string_next(&ev.u.strings, &pos, &got));
+        assert_true(got.name == str[i].name);
+        assert_int_equal(got.len, str[i].len);
+        assert_memory_equal(got.str, str[i].str, got.len);
+    }
+    assert_false(nwb_tel_string_next(&ev.u.strings, &pos, &got));
+    off += used;
+    assert_int_equal(decode_at(&b, off, &ev, &used, &bad), 0);
+    assert_int_equal(ev.kind, NWB_TEL_KIND_COUNTER_FRAME);
+    assert_int_equal(ev.u.counters.count, 2);
+    nwb_tel_counter_at(&ev.u.counters, 1, &c);
+    assert_true(c.name == cnt[1].name);
+    assert_int_equal(c.ts_ns, 101);
+    assert_true(c.value == -3.0);
+    assert_int_equal(c.thread, 8);
+    off += used;
+    assert_int_equal(decode_at(&b, off, &ev, &used, &bad), 0);
+    assert_int_equal(ev.kind, NWB_TEL_KIND_MARK);
+    assert_int_equal(ev.timestamp_ns, 7);
+    assert_int_equal(ev.u.mark.thread, 9);
+    assert_int_equal(ev.u.mark.len, 12);
+    assert_memory_equal(ev.u.mark.text, "level loaded", 12);
+    assert_int_equal(off + used, b.len);
+    nwb_buf_cleanup(&b);
+}
+
+/* One damaged event of the 1.1 kinds and what the decoder must say about it. */
+struct profile_reject {
+    unsigned kind;
+    size_t at;      /* payload byte patched */
+    unsigned width; /* 1, 2, 4 or 8 bytes stored there */
+    uint64_t value;
+    int status;
+    size_t bad; /* the offset reported, from the event's start */
+    const char *reason;
+};
+
+static void encode_profile_event(nwb_buf_t *b, unsigned kind)
+{
+    const nwb_tel_thread_info_t ti = {7, 4, "main", 10, 2, 1};
+    const nwb_tel_string_t str = {nwb_name_hash("frame", 5), "frame", 5};
+    const nwb_tel_counter_t cnt = {nwb_name_hash("draws", 5), 100, 1.5, 7};
+
+    b->len = 0;
+    switch (kind) {
+    case NWB_TEL_KIND_THREAD:
+        assert_int_equal(nwb_tel_encode_thread(b, 1, 1, &ti), 0);
+        break;
+    case NWB_TEL_KIND_STRING_TABLE:
+        assert_int_equal(nwb_tel_encode_strings(b, 1, 1, &str, 1), 0);
+        break;
+    case NWB_TEL_KIND_COUNTER_FRAME:
+        assert_int_equal(nwb_tel_encode_counters(b, 1, 1, &cnt, 1), 0);
+        break;
+    default:
+        assert_int_equal(nwb_tel_encode_mark(b, 1, 1, 7, "level", 5), 0);
+        break;
+    }
+}
+
+static void test_format_profile_kinds_rejections_have_reasons(void **state)
+{
+    const uint64_t nan_bits = 0x7ff8000000000000ull;
+    const uint64_t inf_bits = 0x7ff0000000000000ull;
+    static const struct profile_reject cases[] = {
+        /* thread: thread u32, name_len u16, reserved u16, records, dropped, malformed, name */
+        {NWB_TEL_KIND_THREAD, 6, 1, 1, NWB_EPROTO, 24 + 6, "reserved thread bytes are not zero"},
+        {NWB_TEL_KIND_THREAD, 4, 2, 65, NWB_ETOOBIG, 24 + 4, "thread name longer than 64 bytes"},
+        {NWB_TEL_KIND_THREAD, 16, 8, 11, NWB_EPROTO, 24 + 16,
+         "thread dropped more records than it recorded"},
+        {NWB_TEL_KIND_THREAD, 4, 2, 5, NWB_EPROTO, 4, "thread name runs past the payload"},
+        /* stringTable: count u32, reserved u32, entries (u64 name, u16 len, bytes) */
+        {NWB_TEL_KIND_STRING_TABLE, 0, 4, 0, NWB_EPROTO, 24, "empty string table"},
+        {NWB_TEL_KIND_STRING_TABLE, 0, 4, 1025, NWB_ETOOBIG, 24,
+         "more than 1024 strings in one table"},
+        {NWB_TEL_KIND_STRING_TABLE, 5, 1, 1, NWB_EPROTO, 24 + 5,
+         "reserved string-table bytes are not zero"},
+        {NWB_TEL_KIND_STRING_TABLE, 18, 1, 'F', NWB_EPROTO, 24 + 8,
+         "string-table name is not its string's hash"},
+        {NWB_TEL_KIND_STRING_TABLE, 16, 2, 0, NWB_EPROTO, 24 + 16, "empty string in a string table"},
+        {NWB_TEL_KIND_STRING_TABLE, 16, 2, 257, NWB_ETOOBIG, 24 + 16,
+         "string longer than 256 bytes"},
+        {NWB_TEL_KIND_STRING_TABLE, 16, 2, 6, NWB_EPROTO, 4, "string entry runs past the payload"},
+        {NWB_TEL_KIND_STRING_TABLE, 0, 4, 2, NWB_EPROTO, 4, "string entry runs past the payload"},
+        /* counterFrame: count u32, reserved u32, samples (name, ts, f64 value, thread, reserved) */
+        {NWB_TEL_KIND_COUNTER_FRAME, 0, 4, 0, NWB_EPROTO, 24, "counter frame without samples"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 0, 4, 16385, NWB_ETOOBIG, 24,
+         "more than 16384 counter samples in one frame"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 4, 1, 1, NWB_EPROTO, 24 + 4,
+         "reserved counter-frame bytes are not zero"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 8 + 16, 8, nan_bits, NWB_EPROTO, 24 + 8 + 16,
+         "counter value is not finite"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 8 + 16, 8, inf_bits, NWB_EPROTO, 24 + 8 + 16,
+         "counter value is not finite"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 8 + 30, 1, 1, NWB_EPROTO, 24 + 8 + 30,
+         "reserved counter bytes are not zero"},
+        {NWB_TEL_KIND_COUNTER_FRAME, 0, 4, 2, NWB_EPROTO, 4, "counter samples run past the payload"},
+        /* mark: thread u32, text_len u16, reserved u16, text */
+        {NWB_TEL_KIND_MARK, 7, 1, 1, NWB_EPROTO, 24 + 7, "reserved mark bytes are not zero"},
+        {NWB_TEL_KIND_MARK, 4, 2, 0, NWB_EPROTO, 24 + 4, "mark without text"},
+        {NWB_TEL_KIND_MARK, 4, 2, 257, NWB_ETOOBIG, 24 + 4, "mark text longer than 256 bytes"},
+        {NWB_TEL_KIND_MARK, 4, 2, 6, NWB_EPROTO, 4, "mark text runs past the payload"},
+    };
+    nwb_buf_t b;
+
+    (void)state;
+    nwb_buf_init(&b, 1 << 16);
+    for (size_t i = 0; i < NWB_ARRAY_SIZE(cases); i++) {
+        const struct profile_reject *c = &cases[i];
+        uint8_t *q;
+        nwb_tel_event_t ev;
+        const char *why = NULL;
+        size_t used = 0;
+        size_t bad = 0;
+        int rc;
+
+        encode_profile_event(&b, c->kind);
+        q = b.data + NWB_TEL_EVENT_HEADER + c->at;
+        if (c->width == 1) {
+            q[0] = (uint8_t)(q[0] + c->value); /* a byte changed (or set, from zero) */
+        } else if (c->width == 2) {
+            nwb_le16_store(q, (uint16_t)c->value);
+        } else if (c->width == 4) {
+            nwb_le32_store(q, (uint32_t)c->value);
+        } else {
+            nwb_le64_store(q, c->value);
+        }
+        rc = nwb_tel_event_decode(b.data, b.len, &ev, &used, &bad, &why);
+        if (rc != c->status || bad != c->bad || why == NULL || strcmp(why, c->reason) != 0) {
+            fail_msg("case %zu (kind %u, byte %zu): got %d at %zu \"%s\", want %d at %zu \"%s\"", i,
+                     c->kind, c->at, rc, bad, why != NULL ? why : "", c->status, c->bad,
+                     c->reason);
+        }
+    }
+    nwb_buf_cleanup(&b);
+}
+
+static void test_format_profile_encoders_refuse_what_the_decoder_rejects(void **state)
+{
+    nwb_tel_thread_info_t ti = {7, 65, "0123456789012345678901234567890123456789012345678901234567890123x",
+                                1, 0, 0};
+    nwb_tel_string_t str = {nwb_name_hash("frame", 5), "Frame", 5};
+    nwb_tel_counter_t cnt = {nwb_name_hash("draws", 5), 1, INFINITY, 7};
+    char text[NWB_TEL_MARK_MAX + 1];
+    nwb_buf_t b;
+
+    (void)state;
+    memset(text, 'm', sizeof(text));
+    nwb_buf_init(&b, 1 << 16);
+    assert_int_equal(nwb_tel_encode_thread(&b, 1, 1, &ti), NWB_ETOOBIG);
+    ti.name_len = 64;
+    ti.dropped = 2; /* more than the records */
+    assert_int_equal(nwb_tel_encode_thread(&b, 1, 1, &ti), NWB_EPROTO);
+    assert_int_equal(nwb_tel_encode_strings(&b, 1, 1, &str, 1), NWB_EPROTO); /* not its hash */
+    assert_true(nwb_tel_encode_strings(&b, 1, 1, &str, 0) != 0);             /* empty */
+    assert_int_equal(nwb_tel_encode_counters(&b, 1, 1, &cnt, 1), NWB_EPROTO);
+    cnt.value = NAN;
+    assert_int_equal(nwb_tel_encode_counters(&b, 1, 1, &cnt, 1), NWB_EPROTO);
+    assert_true(nwb_tel_encode_counters(&b, 1, 1, &cnt, 0) != 0);
+    assert_true(nwb_tel_encode_mark(&b, 1, 1, 7, text, 0) != 0);
+    assert_int_equal(nwb_tel_encode_mark(&b, 1, 1, 7, text, sizeof(text)), NWB_ETOOBIG);
+    assert_int_equal(b.len, 0); /* nothing half-written */
+    nwb_buf_cleanup(&b);
+}
+
 static void test_format_stream_failure_keeps_prefix_and_offset(void **state)
 {
     nwb_buf_t b;
@@ -668,6 +872,9 @@ int main(void)
         cmocka_unit_test(test_format_text_and_diag_lengths_checked),
         cmocka_unit_test(test_format_frame_graph_indices_range_checked),
         cmocka_unit_test(test_format_gpu_floats_must_be_finite),
+        cmocka_unit_test(test_format_profile_kinds_round_trip),
+        cmocka_unit_test(test_format_profile_kinds_rejections_have_reasons),
+        cmocka_unit_test(test_format_profile_encoders_refuse_what_the_decoder_rejects),
         cmocka_unit_test(test_format_stream_failure_keeps_prefix_and_offset),
         cmocka_unit_test(test_format_segments_and_upload_rules),
         cmocka_unit_test(test_format_buffer_cap_leaves_buffer_unchanged),

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_mutation.c - 3,000 deterministic mutations of the small golden stream (bit flips, byte
- * and word overwrites with boundary values, truncations, insertions, deletions, lying event
- * sizes and kinds). Each must be rejected with a known status or decode; either way the report
- * built from it must be strict JSON, and the same fed to the incremental state segment by
- * segment. The reports are also written, one per line, to
+ * test_mutation.c - 3,000 deterministic mutations of the small golden stream, which holds every
+ * core kind (bit flips, byte and word overwrites with boundary values, truncations, insertions,
+ * deletions, lying event sizes and kinds, and bytes of the format-1.1 payloads: thread,
+ * stringTable, counterFrame, mark). Each must be rejected with a known status or decode; either
+ * way the report built from it must be strict JSON, and the same fed to the incremental state
+ * segment by segment; the Chrome trace and the frame detail of the first frame must be strict
+ * JSON too. The reports are also written, one per line, to
  * mutation_reports.jsonl for telemetry.json_python to load with python3's json module.
  */
 #include <stdarg.h>
@@ -39,8 +41,18 @@ static int known_status(int s)
            s == NWB_EVERSION || s == NWB_ETOOBIG || s == NWB_ERANGE;
 }
 
-/* Event starts of the golden stream, for mutations aimed at event headers. */
-static size_t event_starts(const uint8_t *d, size_t len, size_t *out, size_t cap)
+/* The events of the format-1.1 kinds: where their payloads start and how long they are. */
+struct payloads {
+    size_t at[256];
+    size_t len[256];
+    size_t n;
+    unsigned kinds_seen; /* bit k: core kind k occurs */
+};
+
+/* Event starts of the golden stream, for mutations aimed at event headers, and the 1.1
+ * payloads in @p pl. */
+static size_t event_starts(const uint8_t *d, size_t len, size_t *out, size_t cap,
+                           struct payloads *pl)
 {
     size_t n = 0;
     size_t pos = 0;
@@ -61,6 +73,13 @@ static size_t event_starts(const uint8_t *d, size_t len, size_t *out, size_t cap
                 break;
             }
             out[n++] = pos;
+            if (ev.known) {
+                pl->kinds_seen |= 1u << ev.kind;
+            }
+            if (ev.known && ev.kind >= NWB_TEL_KIND_THREAD && pl->n < NWB_ARRAY_SIZE(pl->at)) {
+                pl->at[pl->n] = pos + NWB_TEL_EVENT_HEADER;
+                pl->len[pl->n++] = ev.payload_size;
+            }
         }
         pos += used;
     }
@@ -68,7 +87,7 @@ static size_t event_starts(const uint8_t *d, size_t len, size_t *out, size_t cap
 }
 
 static size_t mutate(uint64_t *s, unsigned kind, const uint8_t *src, size_t len, uint8_t *dst,
-                     const size_t *events, size_t nevents)
+                     const size_t *events, size_t nevents, const struct payloads *pl)
 {
     static const uint32_t words[] = {0,           1,       0x7fffffffu, 0x80000000u, 0xffffffffu,
                                      0x01000001u, 0x574eu, 5,           6,           0x10000u};
@@ -114,6 +133,18 @@ static size_t mutate(uint64_t *s, unsigned kind, const uint8_t *src, size_t len,
         n = len - k;
         break;
     }
+    case 7: { /* a byte or a boundary word inside a thread, string-table, counter or mark
+               * payload: counts, lengths, reserved bytes, hashes, string bytes, float bits */
+        const size_t e = (size_t)(rng(s) % pl->n);
+        const size_t off = pl->at[e] + (size_t)(rng(s) % pl->len[e]);
+
+        if (rng(s) % 2 == 0 || off + 4 > len) {
+            dst[off] = (uint8_t)rng(s);
+        } else {
+            nwb_le32_store(dst + off, words[rng(s) % NWB_ARRAY_SIZE(words)]);
+        }
+        break;
+    }
     default: { /* an event header field: kind, version, size */
         const size_t e = events[rng(s) % nevents];
         const unsigned field = (unsigned)(rng(s) % 3);
@@ -131,6 +162,45 @@ static size_t mutate(uint64_t *s, unsigned kind, const uint8_t *src, size_t len,
     return n;
 }
 
+/* The Chrome trace and the first frame's detail of a mutated stream are strict JSON. */
+static void check_trace_and_detail(const uint8_t *d, size_t n, const nwb_namesym_table_t *names,
+                                   unsigned i)
+{
+    char *trace = NULL;
+    size_t trace_len = 0;
+    FILE *f = open_memstream(&trace, &trace_len);
+    nwb_tel_report_state_t *s;
+    uint64_t first;
+    uint64_t last;
+    size_t bad = 0;
+
+    assert_non_null(f);
+    assert_int_equal(nwb_tel_chrome_write(d, n, names, f, NULL), 0);
+    assert_int_equal(fclose(f), 0);
+    if (nwb_test_json_check(trace, trace_len, &bad) != 0) {
+        tel_write_file("mutation_bad_input.nwbs", d, n);
+        fail_msg("mutation %u: trace is not valid JSON at byte %zu", i, bad);
+    }
+    free(trace);
+    assert_int_equal(nwb_tel_report_state_create(&s), 0);
+    (void)nwb_tel_report_state_feed(s, d, n, 0, NULL);
+    if (nwb_tel_report_state_frame_range(s, &first, &last) == 0) {
+        nwb_buf_t out;
+        nwb_json_t j;
+
+        nwb_buf_init(&out, 64u << 20);
+        nwb_json_init(&j, &out, NULL);
+        if (nwb_tel_frame_detail_write(d, n, first, names, &j) == 0 &&
+            (nwb_json_finish(&j) != 0 ||
+             nwb_test_json_check((const char *)out.data, out.len, &bad) != 0)) {
+            tel_write_file("mutation_bad_input.nwbs", d, n);
+            fail_msg("mutation %u: frame detail is not valid JSON at byte %zu", i, bad);
+        }
+        nwb_buf_cleanup(&out);
+    }
+    nwb_tel_report_state_destroy(s);
+}
+
 static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
 {
     nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
@@ -139,6 +209,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
     uint8_t *golden = tel_read_file(tel_data_path("golden_small.nwbs"), &len);
     size_t events[1024];
     size_t nevents;
+    struct payloads pl;
     uint64_t seed = 0x5eed5eedull;
     unsigned rejected = 0;
     unsigned decoded = 0;
@@ -148,14 +219,22 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
     nwb_buf_t json;
 
     (void)state;
+    memset(&pl, 0, sizeof(pl));
     assert_non_null(golden);
     assert_non_null(jsonl);
     assert_int_equal(nwb_namesym_table_create(&names), 0);
     assert_true(nwb_namesym_table_add_file(names, tel_data_path("golden_small.namesym"), NULL, NULL,
                                            err, sizeof(err)) > 0);
     ro.names = names;
-    nevents = event_starts(golden, len, events, NWB_ARRAY_SIZE(events));
+    nevents = event_starts(golden, len, events, NWB_ARRAY_SIZE(events), &pl);
     assert_true(nevents > 10);
+    /* The stream holds every core kind, so every decoder and reader path gets mutated. */
+    for (unsigned k = 1; k <= NWB_TEL_KIND_LAST; k++) {
+        if (!(pl.kinds_seen & (1u << k))) {
+            fail_msg("golden_small.nwbs has no %s event", nwb_tel_kind_name(k));
+        }
+    }
+    assert_true(pl.n >= 4);
     nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
     for (unsigned i = 0; i < MUTATIONS; i++) {
         uint8_t *work = malloc(len + 64);
@@ -165,7 +244,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
         size_t bad = 0;
 
         assert_non_null(work);
-        n = mutate(&seed, i % 7, golden, len, work, events, nevents);
+        n = mutate(&seed, i % 8, golden, len, work, events, nevents, &pl);
         /* An exact-size copy: any read past the end is an AddressSanitizer error. */
         exact = malloc(n ? n : 1);
         assert_non_null(exact);
@@ -204,6 +283,7 @@ static void test_mutation_3000_rejected_or_reported_as_valid_json(void **state)
             }
             nwb_buf_cleanup(&pieces);
         }
+        check_trace_and_detail(exact, n, names, i);
         free(exact);
         free(work);
     }

@@ -5,7 +5,9 @@
  * server's real ingest (server/src/telemetry_ingest.c) storing it in a run directory. The
  * telemetry.json it writes must show exactly what was recorded (frames, percentiles, scope
  * totals from the recorder's own timing view, GPU windows, memory, drops), with a resent
- * upload stored once.
+ * upload stored once. A name whose string only the first upload carried, and its thread's
+ * name, survive a server restart (the report state rebuilt from the stored stream), and the
+ * live telemetry.json stays the offline report byte for byte.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +91,35 @@ static double json_number(const char *json, const char *after, const char *key)
     return strtod(p + strlen(k), NULL);
 }
 
+/* A run directory and the server's report-state cache, as a fresh server has them. */
+static void server_side_open(struct server_side *srv)
+{
+    memset(srv, 0, sizeof(*srv));
+    snprintf(srv->dir, sizeof(srv->dir), "/tmp/nwb_tel_pipe_XXXXXX");
+    assert_non_null(mkdtemp(srv->dir));
+    nwb__tel_ingest_metrics_init(&srv->m);
+    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv->m, &srv->cache), 0);
+}
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char p[256];
+
+        if (e->d_name[0] != '.') {
+            snprintf(p, sizeof(p), "%.63s/%.180s", dir, e->d_name);
+            unlink(p);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 static void test_pipeline_report_matches_what_was_recorded(void **state)
 {
     nwb_tel_recorder_config_t rc = NWB_TEL_RECORDER_CONFIG_INIT;
@@ -108,11 +139,7 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
     uint64_t t = 1000000000ull;
 
     (void)state;
-    memset(&srv, 0, sizeof(srv));
-    snprintf(srv.dir, sizeof(srv.dir), "/tmp/nwb_tel_pipe_XXXXXX");
-    assert_non_null(mkdtemp(srv.dir));
-    nwb__tel_ingest_metrics_init(&srv.m);
-    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv.m, &srv.cache), 0);
+    server_side_open(&srv);
     uc.deliver = deliver_to_ingest;
     uc.ctx = &srv;
     assert_int_equal(nwb_tel_uploader_create(&uc, &up), 0);
@@ -234,29 +261,101 @@ static void test_pipeline_report_matches_what_was_recorded(void **state)
     nwb_tel_uploader_destroy(up);
     nwb__tel_cache_destroy(srv.cache);
     free(srv.last_body);
-    {
-        DIR *d = opendir(srv.dir);
-        struct dirent *e;
+    rm_dir(srv.dir);
+}
 
-        while (d != NULL && (e = readdir(d)) != NULL) {
-            char p[256];
+/* Upload @p seq: frame seq with the scope "render/shadows" on thread 4; the first upload also
+ * carries the name's string and the thread's name, and every upload a counter and a mark. */
+static void profile_upload(struct server_side *srv, uint64_t seq)
+{
+    const nwb_tel_string_t str = {nwb_name_hash("render/shadows", 14), "render/shadows", 14};
+    const nwb_tel_thread_info_t ti = {4, 6, "render", 2 * seq, 0, 0};
+    const nwb_tel_counter_t cnt = {nwb_name_hash("render/shadows", 14), 20, (double)seq, 4};
+    const nwb_tel_cpu_scope_t cpu = {str.name, 10, 20 + seq, 4, 0};
+    const nwb_tel_perf_frame_t pf = {5, 16000000, &cpu, NULL, 1, 0};
+    nwb_buf_t b;
 
-            if (e->d_name[0] != '.') {
-                snprintf(p, sizeof(p), "%.63s/%.180s", srv.dir, e->d_name);
-                unlink(p);
-            }
-        }
-        if (d != NULL) {
-            closedir(d);
-        }
-        rmdir(srv.dir);
+    nwb_buf_init(&b, 1 << 20);
+    tel_put_header(&b, seq);
+    if (seq == 1) {
+        assert_int_equal(nwb_tel_encode_strings(&b, 1, seq, &str, 1), 0);
+        assert_int_equal(nwb_tel_encode_thread(&b, 2, seq, &ti), 0);
     }
+    assert_int_equal(nwb_tel_encode_counters(&b, 20, seq, &cnt, 1), 0);
+    assert_int_equal(nwb_tel_encode_mark(&b, 21, seq, 4, "shadow pass", 11), 0);
+    assert_int_equal(nwb_tel_encode_perf(&b, 30, seq, &pf), 0);
+    assert_int_equal(deliver_to_ingest(srv, b.data, b.len, NULL, seq), 0);
+    nwb_buf_cleanup(&b);
+}
+
+/* What `nwb-telemetry report` writes for the run directory's stored stream and ingest log. */
+static char *offline_report(const char *dir)
+{
+    nwb_tel_report_options_t ro = NWB_TEL_REPORT_OPTIONS_INIT;
+    nwb_tel_ingest_summary_t ingest;
+    nwb_tel_report_state_t *st;
+    nwb_tel_file_reader_t *r;
+    char path[160];
+    nwb_buf_t json;
+    char *s;
+
+    assert_int_equal(nwb_tel_report_state_create(&st), 0);
+    snprintf(path, sizeof(path), "%s/%s", dir, NWB_TEL_STREAM_ZST_FILE);
+    assert_int_equal(nwb_tel_file_reader_open(path, &r), 0);
+    assert_int_equal(nwb_tel_report_state_feed_reader(st, r), 0);
+    nwb_tel_file_reader_destroy(r);
+    snprintf(path, sizeof(path), "%s/%s", dir, NWB_TEL_INGEST_LOG_NAME);
+    assert_int_equal(nwb_tel_ingest_log_load(path, &ingest), 0);
+    ro.ingest = &ingest;
+    nwb_buf_init(&json, NWB_TEL_REPORT_JSON_MAX);
+    assert_int_equal(nwb_tel_report_state_write(st, &ro, &json), 0);
+    nwb_tel_report_state_destroy(st);
+    s = tel_json_take(&json, NULL);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_pipeline_stream_names_survive_a_server_restart(void **state)
+{
+    struct server_side srv;
+    char path[160];
+    char *live;
+    char *offline;
+    size_t len;
+
+    (void)state;
+    server_side_open(&srv);
+    profile_upload(&srv, 1);
+    profile_upload(&srv, 2);
+    /* A restart: every report state in memory is gone; the next upload rebuilds the run's
+     * from what is stored, where only the first upload named the scope and its thread. */
+    nwb__tel_cache_destroy(srv.cache);
+    assert_int_equal(nwb__tel_cache_create(4, 64u << 20, &srv.m, &srv.cache), 0);
+    profile_upload(&srv, 3);
+    assert_int_equal(srv.n, 3);
+    snprintf(path, sizeof(path), "%s/telemetry.json", srv.dir);
+    live = (char *)tel_read_file(path, &len);
+    assert_non_null(live);
+    assert_int_equal(nwb_test_json_check(live, len, NULL), 0);
+    tel_expect(live, "\"cpu\":[{\"name\":\"render/shadows\",\"samples\":3,");
+    tel_expect(live, "\"threads\":[{\"thread\":4,\"name\":\"render\",\"records\":2,");
+    tel_expect(live, "\"counters\":[{\"name\":\"render/shadows\",\"samples\":3,\"frames\":3,");
+    tel_expect(live, "\"marks\":{\"count\":3,");
+    tel_expect(live, "\"threadName\":\"render\",\"text\":\"shadow pass\"}],\"notListed\":0}");
+    offline = offline_report(srv.dir);
+    assert_string_equal(live, offline);
+    free(offline);
+    free(live);
+    nwb__tel_cache_destroy(srv.cache);
+    free(srv.last_body);
+    rm_dir(srv.dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_report_matches_what_was_recorded),
+        cmocka_unit_test(test_pipeline_stream_names_survive_a_server_restart),
     };
 
     return cmocka_run_group_tests_name("telemetry.pipeline", tests, NULL, NULL);

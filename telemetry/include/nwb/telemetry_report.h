@@ -235,10 +235,13 @@ NWB_API int nwb_tel_report_state_frame_range(const nwb_tel_report_state_t *s, ui
 /**
  * Write one JSON object to @p j describing frame @p frame from @p len bytes of decoded stream
  * (the upload that holds it: one or more whole segments): its duration, its CPU scopes per
- * thread with depth and start/end, its GPU samples, and the log lines recorded in it (the
- * first NWB_TEL_FRAME_DETAIL_LOGS; the rest counted). Names are decoded with @p names (may be
- * NULL). Returns 0; NWB_ERANGE when the bytes hold no perfFrame of that number, or the decode
- * status when they fail to decode before one is found (nothing written then); -ENOMEM.
+ * thread (named by the bytes' thread events) with depth and start/end, its GPU samples, memory
+ * and frame graph, its counter samples and marks (the first NWB_TEL_FRAME_DETAIL_COUNTERS and
+ * NWB_TEL_FRAME_DETAIL_MARKS), and the log lines recorded in it (the first
+ * NWB_TEL_FRAME_DETAIL_LOGS); the rest counted. Names are read from the bytes' string tables,
+ * then @p names (may be NULL). Returns 0; NWB_ERANGE when the bytes hold no perfFrame of that
+ * number, or the decode status when they fail to decode before one is found (nothing written
+ * then); -ENOMEM.
  */
 NWB_API int nwb_tel_frame_detail_write(const uint8_t *bytes, size_t len, uint64_t frame,
                                        const nwb_namesym_table_t *names, nwb_json_t *j);
@@ -308,17 +311,21 @@ NWB_API int nwb_tel_report_state_feed_reader(nwb_tel_report_state_t *s, nwb_tel_
 
 /**
  * Write one line per segment and per event to @p out ("<offset> <kind> v<version> ..."), then
- * a final status line. Returns the decode status (0 when the whole input decoded).
+ * a final status line. Names are read from the stream's string tables, then @p names (may be
+ * NULL). Returns the decode status (0 when the whole input decoded).
  */
 NWB_API int nwb_tel_dump(const uint8_t *stream, size_t len, const nwb_namesym_table_t *names,
                          FILE *out);
 
 /**
- * Write a Chrome trace-event JSON document ({"traceEvents": [...]}) to @p out: CPU scopes and
- * frames as complete ("X") events per thread, text logs and diagnostics as instant ("i")
- * events, memory and GPU windows as counters ("C"). Timestamps are microseconds since the
- * earliest event. Streams; the events before a decode failure are exported. Returns 0 when the
- * document was written (even if the input failed to decode: see @p res), or a write error.
+ * Write a Chrome trace-event JSON document ({"traceEvents": [...]}) to @p out: one named track
+ * per thread ("M" thread_name and thread_sort_index events, at most NWB_TEL_REPORT_THREADS_MAX),
+ * CPU scopes and frames as complete ("X") events on their tracks, text logs, marks and
+ * diagnostics as instant ("i") events, counters, memory and GPU windows as counter ("C")
+ * events. Names are read from the stream's string tables, then @p names (may be NULL).
+ * Timestamps are microseconds since the earliest event. Streams; the events before a decode
+ * failure are exported. Returns 0 when the document was written (even if the input failed to
+ * decode: see @p res), -ENOMEM (nothing written) or a write error.
  */
 NWB_API int nwb_tel_chrome_write(const uint8_t *stream, size_t len,
                                  const nwb_namesym_table_t *names, FILE *out,
