@@ -93,8 +93,8 @@ static void frame_counters(struct detail *d, const nwb_tel_counter_view_t *cv)
 {
     for (uint32_t i = 0; i < cv->count; i++) {
         if (d->ncounters >= NWB_TEL_FRAME_DETAIL_COUNTERS ||
-            room(d, (void **)&d->counters, &d->counters_cap, d->ncounters,
-                 sizeof(*d->counters)) != 0) {
+            room(d, (void **)&d->counters, &d->counters_cap, d->ncounters, sizeof(*d->counters)) !=
+                0) {
             d->more_counters += cv->count - i;
             return;
         }

@@ -75,8 +75,8 @@ void nwb__tel_json_name(nwb_json_t *j, const struct nwb__tel_names *nm, nwb_name
  * replaced by their strings from @p nm, built in @p scratch; a message whose decoded text
  * does not fit the scratch cap keeps its tokens.
  */
-void nwb__tel_json_text(nwb_json_t *j, const struct nwb__tel_names *nm, const char *msg,
-                        size_t len, nwb_buf_t *scratch);
+void nwb__tel_json_text(nwb_json_t *j, const struct nwb__tel_names *nm, const char *msg, size_t len,
+                        nwb_buf_t *scratch);
 
 /* ---- Log-linear histogram (tel_hist.c) ---------------------------------------------------- */
 

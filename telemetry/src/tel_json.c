@@ -107,11 +107,11 @@ static int text_decode(const struct nwb__tel_names *nm, const char *msg, size_t 
     return err;
 }
 
-void nwb__tel_json_text(nwb_json_t *j, const struct nwb__tel_names *nm, const char *msg,
-                        size_t len, nwb_buf_t *scratch)
+void nwb__tel_json_text(nwb_json_t *j, const struct nwb__tel_names *nm, const char *msg, size_t len,
+                        nwb_buf_t *scratch)
 {
-    const int none = nm == NULL || (nm->sym == NULL && (nm->strings == NULL ||
-                                                         nm->strings->count == 0));
+    const int none =
+        nm == NULL || (nm->sym == NULL && (nm->strings == NULL || nm->strings->count == 0));
 
     if (none || len == 0 || memchr(msg, '#', len) == NULL ||
         text_decode(nm, msg, len, scratch) != 0) {

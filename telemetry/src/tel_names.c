@@ -67,8 +67,8 @@ const char *nwb_tel_severity_name(unsigned s)
 
 struct nwb__tel_str_slot {
     uint64_t name;
-    uint32_t off;  /* in bytes */
-    uint16_t len;  /* 0 = empty slot (the decoder refuses empty strings) */
+    uint32_t off; /* in bytes */
+    uint16_t len; /* 0 = empty slot (the decoder refuses empty strings) */
     uint16_t unused;
 };
 

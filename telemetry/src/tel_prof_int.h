@@ -16,8 +16,8 @@ struct nwb__prof_drain_ops {
     void (*record)(void *ctx, uint32_t tid, const nwb__prof_rec_t *r, const uint8_t *bytes,
                    size_t len);
     /* After a thread's records: its cumulative counts; @p got records read now. */
-    void (*thread)(void *ctx, uint32_t tid, uint64_t consumed, uint64_t dropped,
-                   uint64_t malformed, int exited, uint64_t got);
+    void (*thread)(void *ctx, uint32_t tid, uint64_t consumed, uint64_t dropped, uint64_t malformed,
+                   int exited, uint64_t got);
 };
 
 /* 1 when @p rec is (now) the recorder the macros feed; the first one created wins. */

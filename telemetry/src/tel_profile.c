@@ -74,8 +74,8 @@ static void key_create(void)
 }
 
 /* @p len bytes as a record of @p type followed by ceil(len / 32) slots of bytes. */
-static void push_bytes(nwb__prof_thread_t *t, uint8_t type, uint64_t a, uint64_t b,
-                       uint16_t depth, const char *bytes, size_t len)
+static void push_bytes(nwb__prof_thread_t *t, uint8_t type, uint64_t a, uint64_t b, uint16_t depth,
+                       const char *bytes, size_t len)
 {
     const size_t extra = (len + sizeof(nwb__prof_rec_t) - 1) / sizeof(nwb__prof_rec_t);
     const uint64_t h = t->head;
@@ -126,8 +126,7 @@ nwb__prof_thread_t *nwb__prof_thread_slow(void)
         t->slots = nwb_calloc(NWB_TEL_PROFILE_RING_SLOTS, sizeof(*t->slots));
         t->open = nwb_calloc(NWB_TEL_PROFILE_STACK_MAX, sizeof(*t->open));
     }
-    if (t == NULL || t->slots == NULL || t->open == NULL ||
-        pthread_setspecific(exit_key, t) != 0) {
+    if (t == NULL || t->slots == NULL || t->open == NULL || pthread_setspecific(exit_key, t) != 0) {
         if (t != NULL) {
             thread_free(t);
         }
@@ -156,8 +155,8 @@ void nwb__prof_malformed(nwb__prof_thread_t *t)
 
 void nwb__prof_begin(nwb_tel_site_t *site)
 {
-    const int on = (atomic_load_explicit(&nwb__prof_on, memory_order_relaxed) &
-                    NWB__PROF_ON_SCOPES) != 0;
+    const int on =
+        (atomic_load_explicit(&nwb__prof_on, memory_order_relaxed) & NWB__PROF_ON_SCOPES) != 0;
     nwb__prof_thread_t *t = on ? nwb__prof_thread() : nwb__prof_self;
     struct nwb__prof_open *o;
 
@@ -356,8 +355,8 @@ void nwb__prof_drain(const struct nwb__prof_drain_ops *ops, void *ctx)
             if (r->extra > 0) {
                 len = r->d;
                 for (unsigned i = 0; i < r->extra; i++) {
-                    memcpy(bytes + i * sizeof(nwb__prof_rec_t),
-                           &t->slots[(tail + 1 + i) & t->mask], sizeof(nwb__prof_rec_t));
+                    memcpy(bytes + i * sizeof(nwb__prof_rec_t), &t->slots[(tail + 1 + i) & t->mask],
+                           sizeof(nwb__prof_rec_t));
                 }
             }
             ops->record(ctx, t->tid, r, bytes, len);

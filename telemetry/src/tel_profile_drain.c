@@ -286,8 +286,8 @@ static void drain_record(void *ctx, uint32_t tid, const nwb__prof_rec_t *r, cons
             int err = nwb__tel_pending_prepare(rec);
 
             if (err == 0) {
-                err = nwb_tel_encode_mark(&rec->pending, r->a, rec->frame, tid,
-                                          (const char *)bytes, len);
+                err = nwb_tel_encode_mark(&rec->pending, r->a, rec->frame, tid, (const char *)bytes,
+                                          len);
             }
             encode_or_drop(rec, err);
         }
@@ -376,8 +376,7 @@ void nwb__tel_prof_encode_counters(nwb_tel_recorder_t *rec, uint64_t ts)
     }
     err = nwb__tel_pending_prepare(rec);
     if (err == 0) {
-        err = nwb_tel_encode_counters(&rec->pending, ts, rec->frame, rec->counters,
-                                      rec->ncounters);
+        err = nwb_tel_encode_counters(&rec->pending, ts, rec->frame, rec->counters, rec->ncounters);
     }
     if (err != 0) {
         rec->dropped_events++;

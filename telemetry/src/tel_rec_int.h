@@ -57,8 +57,8 @@ struct nwb__tel_prof_thread {
     uint16_t name_len;
     char name[NWB_TEL_THREAD_NAME_MAX];
     uint64_t records, dropped, malformed;
-    uint64_t seg;  /* segment (seq + 1) that last carried its thread event */
-    int dirty;     /* counts or name changed since that event */
+    uint64_t seg; /* segment (seq + 1) that last carried its thread event */
+    int dirty;    /* counts or name changed since that event */
     int exited;
 };
 

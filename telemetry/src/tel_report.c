@@ -513,8 +513,8 @@ static struct nwb__thread_acc *thread_get(rep_t *r, uint32_t thread)
 
 /* The cpuByThread row of (@p name, @p thread); @p overall (may be NULL) is the scopes table's
  * row of the name, which remembers the thread it saw last (a scope mostly stays on one). */
-static struct nwb__scope_acc *tscope_get(rep_t *r, struct nwb__scope_acc *overall,
-                                         nwb_name_t name, uint32_t thread)
+static struct nwb__scope_acc *tscope_get(rep_t *r, struct nwb__scope_acc *overall, nwb_name_t name,
+                                         uint32_t thread)
 {
     uint32_t idx;
     int created;
@@ -526,8 +526,8 @@ static struct nwb__scope_acc *tscope_get(rep_t *r, struct nwb__scope_acc *overal
     err = nwb__tel_grow((void **)&r->tscopes, &r->tscopes_cap, (size_t)r->tscope_ix.count + 1,
                         sizeof(*r->tscopes));
     if (err == 0) {
-        err = ntab_get(&r->tscope_ix, name, thread, NWB_TEL_REPORT_THREAD_SCOPES_MAX, &idx,
-                       &created);
+        err =
+            ntab_get(&r->tscope_ix, name, thread, NWB_TEL_REPORT_THREAD_SCOPES_MAX, &idx, &created);
     }
     if (err == NWB_EFULL) {
         r->tscopes_not_kept++;
@@ -976,8 +976,8 @@ static void on_mark(rep_t *r, const nwb_tel_event_t *ev)
     if (r->nmarks >= NWB_TEL_REPORT_MARKS) {
         return;
     }
-    err = nwb__tel_grow((void **)&r->marks, &r->marks_cap, (size_t)r->nmarks + 1,
-                        sizeof(*r->marks));
+    err =
+        nwb__tel_grow((void **)&r->marks, &r->marks_cap, (size_t)r->nmarks + 1, sizeof(*r->marks));
     if (err != 0) {
         note_err(r, err);
         return;

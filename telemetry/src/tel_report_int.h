@@ -111,9 +111,9 @@ struct nwb__series {
 struct nwb__scope_acc {
     nwb_name_t name;
     int gpu;
-    uint32_t thread;       /* a cpuByThread row's thread (0 in the scopes table) */
-    uint32_t last_thread;  /* the scopes table's row: the thread of its last sample ... */
-    uint32_t last_row1;    /* ... and that thread's cpuByThread row + 1 (0: none yet) */
+    uint32_t thread;      /* a cpuByThread row's thread (0 in the scopes table) */
+    uint32_t last_thread; /* the scopes table's row: the thread of its last sample ... */
+    uint32_t last_row1;   /* ... and that thread's cpuByThread row + 1 (0: none yet) */
     uint64_t samples;
     uint64_t min_ns, max_ns, total_ns; /* CPU */
     double total_ms, min_ms, max_ms;   /* GPU: over the windows seen */
@@ -302,17 +302,17 @@ struct nwb_tel_report_state {
     struct nwb__ntab thread_ix;
     struct nwb__thread_acc *threads;
     size_t threads_cap;
-    uint64_t threads_not_kept;   /* thread events and CPU scopes of threads beyond the bound */
-    uint32_t last_thread;        /* the thread looked up last ... */
-    uint32_t last_thread_row1;   /* ... and its entry + 1 (0: none) */
-    struct nwb__ntab tscope_ix;  /* (name, thread) -> cpuByThread row */
+    uint64_t threads_not_kept;  /* thread events and CPU scopes of threads beyond the bound */
+    uint32_t last_thread;       /* the thread looked up last ... */
+    uint32_t last_thread_row1;  /* ... and its entry + 1 (0: none) */
+    struct nwb__ntab tscope_ix; /* (name, thread) -> cpuByThread row */
     struct nwb__scope_acc *tscopes;
     size_t tscopes_cap;
-    uint64_t tscopes_not_kept;   /* CPU scopes beyond NWB_TEL_REPORT_THREAD_SCOPES_MAX rows */
+    uint64_t tscopes_not_kept; /* CPU scopes beyond NWB_TEL_REPORT_THREAD_SCOPES_MAX rows */
     struct nwb__ntab counter_ix;
     struct nwb__counter_acc *counters;
     size_t counters_cap;
-    uint64_t counters_not_kept;  /* samples of counter names beyond the bound */
+    uint64_t counters_not_kept; /* samples of counter names beyond the bound */
     struct nwb__mark_copy *marks;
     size_t marks_cap;
     uint32_t nmarks;

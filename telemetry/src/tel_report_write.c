@@ -371,8 +371,7 @@ static void write_frames(nwb_json_t *j, const rep_t *r, const struct nwb__tel_na
             nwb_json_u64(j, l->thread);
             nwb_json_key(j, "message");
             /* Only empty lines so far leave the text buffer unallocated. */
-            nwb__tel_json_text(j, names, l->len != 0 ? w->logs.text + l->off : "", l->len,
-                               scratch);
+            nwb__tel_json_text(j, names, l->len != 0 ? w->logs.text + l->off : "", l->len, scratch);
             nwb_json_obj_end(j);
         }
         nwb_json_arr_end(j);
@@ -436,8 +435,7 @@ static void write_scope(nwb_json_t *j, const struct nwb__tel_names *names,
 }
 
 /* The entry of thread @p id through @p by_id (the thread entries sorted by id), or NULL. */
-static const struct nwb__thread_acc *thread_find(const rep_t *r, const uint32_t *by_id,
-                                                 uint32_t id)
+static const struct nwb__thread_acc *thread_find(const rep_t *r, const uint32_t *by_id, uint32_t id)
 {
     size_t lo = 0;
     size_t hi = r->thread_ix.count;

@@ -65,7 +65,10 @@ typedef struct nwb_log_site {
 
 #define NWB_LOG_SITE_INIT(level, flags, fmt)                                                       \
     {                                                                                              \
-        (fmt), __FILE__, (uint32_t)__LINE__, (uint8_t)(level), (uint8_t)(flags), 0, 0, { 0 }       \
+        (fmt), __FILE__, (uint32_t)__LINE__, (uint8_t)(level), (uint8_t)(flags), 0, 0,             \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
     }
 
 /**
@@ -131,13 +134,13 @@ static inline void nwb__log_raw_check(const char *msg)
 /* ---- argument-count dispatch: one argument = raw, more = formatted ---- */
 #define NWB__PP_CAT_(a, b) a##b
 #define NWB__PP_CAT(a, b)  NWB__PP_CAT_(a, b)
-#define NWB__PP_ARITY_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16,    \
-                       _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, \
-                       _32, N, ...)                                                                \
+#define NWB__PP_ARITY_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, \
+                       _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32,  \
+                       N, ...)                                                                     \
     N
 /* Expands to 1 for one argument and M for 2..32. */
 #define NWB__PP_ONE_OR_MANY(...)                                                                   \
-    NWB__PP_ARITY_(__VA_ARGS__, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, \
+    NWB__PP_ARITY_(__VA_ARGS__, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M,  \
                    M, M, M, M, M, M, M, M, M, 1, 0)
 
 #define NWB__LOG(level, flags, ...)                                                                \
@@ -182,9 +185,10 @@ static inline void nwb__log_raw_check(const char *msg)
 #define NWB_LOGGER_WARNING(...) NWB__LOG(NWB_LOG_WARNING, 0u, __VA_ARGS__)
 #define NWB_LOGGER_ERROR(...)   NWB__LOG(NWB_LOG_ERROR, 0u, __VA_ARGS__)
 #endif
-#define NWB_LOGGER_ESSENTIAL_INFO(...)    NWB__LOG(NWB_LOG_INFO, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
-#define NWB_LOGGER_ESSENTIAL_WARNING(...) NWB__LOG(NWB_LOG_WARNING, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
-#define NWB_LOGGER_ESSENTIAL_ERROR(...)   NWB__LOG(NWB_LOG_ERROR, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+#define NWB_LOGGER_ESSENTIAL_INFO(...) NWB__LOG(NWB_LOG_INFO, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+#define NWB_LOGGER_ESSENTIAL_WARNING(...)                                                          \
+    NWB__LOG(NWB_LOG_WARNING, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
+#define NWB_LOGGER_ESSENTIAL_ERROR(...) NWB__LOG(NWB_LOG_ERROR, NWB_LOG_SITE_ESSENTIAL, __VA_ARGS__)
 /* FATAL logs, flushes the logger, then aborts. Present in every configuration. */
 #define NWB_LOGGER_FATAL(...)                                                                      \
     do {                                                                                           \

@@ -35,8 +35,8 @@ extern "C" {
 #endif
 
 /* Bounds (docs/telemetry-format.md, "Producing streams"). */
-#define NWB_TEL_PROFILE_RING_SLOTS 8192u /* 32-byte records per thread (256 KiB) */
-#define NWB_TEL_PROFILE_STACK_MAX  256u  /* open NWB_PROFILE_BEGIN scopes per thread */
+#define NWB_TEL_PROFILE_RING_SLOTS  8192u /* 32-byte records per thread (256 KiB) */
+#define NWB_TEL_PROFILE_STACK_MAX   256u  /* open NWB_PROFILE_BEGIN scopes per thread */
 #define NWB_TEL_PROFILE_THREADS_MAX 1024u /* threads a recorder names in its stream */
 
 /**
@@ -46,10 +46,10 @@ extern "C" {
 typedef struct nwb_tel_site {
     const char *name;
     uint32_t len;
-    uint32_t id;        /* the recorder's scope id + 1 (0: not looked up yet) */
-    nwb_name_t hash;    /* nwb_name_hash(name): computed at the first drain */
-    const void *owner;  /* the recorder that filled id and seg */
-    uint64_t seg;       /* segment (seq + 1) whose string table has this name */
+    uint32_t id;       /* the recorder's scope id + 1 (0: not looked up yet) */
+    nwb_name_t hash;   /* nwb_name_hash(name): computed at the first drain */
+    const void *owner; /* the recorder that filled id and seg */
+    uint64_t seg;      /* segment (seq + 1) whose string table has this name */
 } nwb_tel_site_t;
 
 #define NWB_TEL_SITE_INIT(lit)                                                                     \
@@ -81,10 +81,10 @@ NWB_API const char *nwb_tel_name_string(nwb_name_t name, size_t *len);
 /* ---- Internals the macros use ------------------------------------------------------------ */
 
 typedef struct nwb__prof_rec {
-    uint64_t a; /* site pointer (scope, counter), or timestamp (mark, name, text) */
-    uint64_t b; /* start_ns (scope), ts (counter), producer thread (text) */
-    uint64_t c; /* end_ns (scope), value bits (counter) */
-    uint32_t d; /* byte length (mark, name, text) */
+    uint64_t a;     /* site pointer (scope, counter), or timestamp (mark, name, text) */
+    uint64_t b;     /* start_ns (scope), ts (counter), producer thread (text) */
+    uint64_t c;     /* end_ns (scope), value bits (counter) */
+    uint32_t d;     /* byte length (mark, name, text) */
     uint16_t depth; /* scope depth; log level (text) */
     uint8_t type;   /* NWB__PROF_* */
     uint8_t extra;  /* slots of bytes that follow (mark, name, text: up to 129) */
@@ -113,13 +113,13 @@ struct nwb__prof_open {
 
 typedef struct nwb__prof_thread {
     /* producer side (the owning thread) */
-    uint64_t head;       /* next slot to write */
-    uint64_t tail_seen;  /* the consumer's tail as last read */
-    uint32_t mask;       /* slots - 1 */
-    uint32_t tid;        /* kernel thread id */
-    uint32_t depth;      /* open scopes (SCOPE and BEGIN) */
-    uint32_t nopen;      /* BEGIN stack */
-    uint32_t overflow;   /* BEGINs refused (stack full, too deep) whose END is still due */
+    uint64_t head;      /* next slot to write */
+    uint64_t tail_seen; /* the consumer's tail as last read */
+    uint32_t mask;      /* slots - 1 */
+    uint32_t tid;       /* kernel thread id */
+    uint32_t depth;     /* open scopes (SCOPE and BEGIN) */
+    uint32_t nopen;     /* BEGIN stack */
+    uint32_t overflow;  /* BEGINs refused (stack full, too deep) whose END is still due */
     nwb__prof_rec_t *slots;
     struct nwb__prof_open *open;
     atomic_uint_fast64_t dropped;   /* records lost to a full ring */
@@ -257,8 +257,8 @@ NWB_API void nwb__prof_text(uint64_t ts, unsigned level, uint32_t producer, cons
 
 #if NWB_TELEMETRY_LEVEL >= NWB_TELEMETRY_FULL
 #define NWB__PROF_SCOPE_AT(site, var, lit)                                                         \
-    static nwb_tel_site_t site = NWB_TEL_SITE_INIT(lit);                                     \
-    nwb__prof_scope_t var __attribute__((cleanup(nwb__prof_scope_end), unused)) =                 \
+    static nwb_tel_site_t site = NWB_TEL_SITE_INIT(lit);                                           \
+    nwb__prof_scope_t var __attribute__((cleanup(nwb__prof_scope_end), unused)) =                  \
         nwb__prof_scope_begin(&site)
 #define NWB__PROF_SCOPE_ID(n, name)                                                                \
     NWB__PROF_SCOPE_AT(NWB__PROF_CAT(nwb__prof_site_, n), NWB__PROF_CAT(nwb__prof_scope_, n),      \
@@ -266,17 +266,17 @@ NWB_API void nwb__prof_text(uint64_t ts, unsigned level, uint32_t producer, cons
 /** A scope from here to the end of the enclosing block (@p name: a string literal). */
 #define NWB_PROFILE_SCOPE(name) NWB__PROF_SCOPE_ID(__COUNTER__, name)
 #define NWB__PROF_FUNCTION_ID(n)                                                                   \
-    static nwb_tel_site_t NWB__PROF_CAT(nwb__prof_site_, n) = {                               \
-        __func__, (uint32_t)(sizeof(__func__) - 1u), 0u, 0u, NULL, 0u};                           \
+    static nwb_tel_site_t NWB__PROF_CAT(nwb__prof_site_, n) = {                                    \
+        __func__, (uint32_t)(sizeof(__func__) - 1u), 0u, 0u, NULL, 0u};                            \
     nwb__prof_scope_t NWB__PROF_CAT(nwb__prof_scope_, n)                                           \
-        __attribute__((cleanup(nwb__prof_scope_end), unused)) =                                   \
+        __attribute__((cleanup(nwb__prof_scope_end), unused)) =                                    \
             nwb__prof_scope_begin(&NWB__PROF_CAT(nwb__prof_site_, n))
 /** A scope named after the enclosing function, to its end. */
 #define NWB_PROFILE_FUNCTION() NWB__PROF_FUNCTION_ID(__COUNTER__)
 /** Open a scope that NWB_PROFILE_END() on the same thread closes (innermost first). */
 #define NWB_PROFILE_BEGIN(name)                                                                    \
     do {                                                                                           \
-        static nwb_tel_site_t nwb__prof_site_b = NWB_TEL_SITE_INIT("" name "");              \
+        static nwb_tel_site_t nwb__prof_site_b = NWB_TEL_SITE_INIT("" name "");                    \
         nwb__prof_begin(&nwb__prof_site_b);                                                        \
     } while (0)
 #define NWB_PROFILE_END() nwb__prof_end()
@@ -291,11 +291,11 @@ NWB_API void nwb__prof_text(uint64_t ts, unsigned level, uint32_t producer, cons
 /** Sample counter @p name (a string literal) at @p value (any arithmetic type). */
 #define NWB_PROFILE_COUNTER(name, value)                                                           \
     do {                                                                                           \
-        static nwb_tel_site_t nwb__prof_site_c = NWB_TEL_SITE_INIT("" name "");              \
+        static nwb_tel_site_t nwb__prof_site_c = NWB_TEL_SITE_INIT("" name "");                    \
         nwb__prof_counter(&nwb__prof_site_c, (double)(value));                                     \
     } while (0)
 /** nwb_tel_mark(@p text), compiled out at level OFF. */
-#define NWB_PROFILE_MARK(text)   nwb_tel_mark(text)
+#define NWB_PROFILE_MARK(text) nwb_tel_mark(text)
 /** nwb_tel_thread_name(@p name), compiled out at level OFF. */
 #define NWB_PROFILE_THREAD(name) nwb_tel_thread_name(name)
 #else

@@ -99,9 +99,9 @@ NWB_API const char *nwb_tel_kind_name(unsigned kind);
 #define NWB_TEL_MEM_RECORDS_MAX 4096u
 /* Format 1.1 (issue 15): threads, string tables, counters, marks. */
 #define NWB_TEL_THREAD_HEADER   32u
-#define NWB_TEL_THREAD_NAME_MAX 64u  /* bytes of a thread's name */
+#define NWB_TEL_THREAD_NAME_MAX 64u /* bytes of a thread's name */
 #define NWB_TEL_STRINGS_HEADER  8u
-#define NWB_TEL_STRING_ENTRY    10u  /* u64 name + u16 length, then the bytes */
+#define NWB_TEL_STRING_ENTRY    10u   /* u64 name + u16 length, then the bytes */
 #define NWB_TEL_STRINGS_MAX     1024u /* entries in one string-table event */
 #define NWB_TEL_STRING_MAX      256u  /* bytes of one string */
 #define NWB_TEL_COUNTER_HEADER  8u
@@ -234,11 +234,11 @@ typedef struct nwb_tel_mem_record {
 /* One recording thread, as the `thread` event carries it (counts cumulative since the
  * thread's first record). */
 typedef struct nwb_tel_thread_info {
-    uint32_t thread;   /* kernel thread id, as in log lines and CPU scopes */
-    uint16_t name_len; /* 0: unnamed; at most NWB_TEL_THREAD_NAME_MAX */
-    const char *name;  /* borrowed, not NUL-terminated, any bytes */
-    uint64_t records;  /* scopes, counter samples and marks the thread recorded */
-    uint64_t dropped;  /* of which lost: its ring was full */
+    uint32_t thread;    /* kernel thread id, as in log lines and CPU scopes */
+    uint16_t name_len;  /* 0: unnamed; at most NWB_TEL_THREAD_NAME_MAX */
+    const char *name;   /* borrowed, not NUL-terminated, any bytes */
+    uint64_t records;   /* scopes, counter samples and marks the thread recorded */
+    uint64_t dropped;   /* of which lost: its ring was full */
     uint64_t malformed; /* ends without a begin, scopes open at frame end, nesting too deep */
 } nwb_tel_thread_info_t;
 

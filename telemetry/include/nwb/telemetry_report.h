@@ -46,12 +46,12 @@ extern "C" {
 #define NWB_TEL_REPORT_DIAGNOSTICS   64u /* diagnostics listed; the rest are counted */
 #define NWB_TEL_REPORT_REJECTIONS    16u /* most recent rejected uploads listed */
 /* Format 1.1 (issue 15): the names a stream carries, threads, counters and marks. */
-#define NWB_TEL_REPORT_STRINGS_MAX       65536u            /* stream strings kept (by hash) */
-#define NWB_TEL_REPORT_STRING_BYTES_MAX  (4u << 20)        /* bytes of those strings: 4 MiB */
-#define NWB_TEL_REPORT_THREADS_MAX       256u              /* thread ids attributed */
-#define NWB_TEL_REPORT_THREAD_SCOPES_MAX 4096u             /* (thread, CPU scope) rows */
-#define NWB_TEL_REPORT_COUNTERS_MAX      1024u             /* distinct counter names */
-#define NWB_TEL_REPORT_MARKS             1000u             /* marks listed; the rest counted */
+#define NWB_TEL_REPORT_STRINGS_MAX       65536u     /* stream strings kept (by hash) */
+#define NWB_TEL_REPORT_STRING_BYTES_MAX  (4u << 20) /* bytes of those strings: 4 MiB */
+#define NWB_TEL_REPORT_THREADS_MAX       256u       /* thread ids attributed */
+#define NWB_TEL_REPORT_THREAD_SCOPES_MAX 4096u      /* (thread, CPU scope) rows */
+#define NWB_TEL_REPORT_COUNTERS_MAX      1024u      /* distinct counter names */
+#define NWB_TEL_REPORT_MARKS             1000u      /* marks listed; the rest counted */
 
 /* ---- Upload outcome log (telemetry.ingest.log beside telemetry.nwbs) ----------------------- */
 
@@ -210,11 +210,11 @@ NWB_API size_t nwb_tel_report_state_memory_bytes(const nwb_tel_report_state_t *s
 
 /* ---- Frame queries (the read API's /frames, docs/telemetry-report.md) --------------------- */
 
-#define NWB_TEL_FRAMES_POINTS_MAX 4096u     /* buckets one frames query may ask for */
-#define NWB_TEL_FRAME_BUDGET_NS   16666667u /* default frame budget: 60 Hz */
-#define NWB_TEL_FRAME_DETAIL_LOGS 256u      /* log lines listed by a frame detail */
-#define NWB_TEL_FRAME_DETAIL_COUNTERS 16384u /* counter samples listed by a frame detail */
-#define NWB_TEL_FRAME_DETAIL_MARKS    256u   /* marks listed by a frame detail */
+#define NWB_TEL_FRAMES_POINTS_MAX     4096u     /* buckets one frames query may ask for */
+#define NWB_TEL_FRAME_BUDGET_NS       16666667u /* default frame budget: 60 Hz */
+#define NWB_TEL_FRAME_DETAIL_LOGS     256u      /* log lines listed by a frame detail */
+#define NWB_TEL_FRAME_DETAIL_COUNTERS 16384u    /* counter samples listed by a frame detail */
+#define NWB_TEL_FRAME_DETAIL_MARKS    256u      /* marks listed by a frame detail */
 
 /**
  * Write one JSON object to @p j (borrowed; a value position: top level, array item or after a
