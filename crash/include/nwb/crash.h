@@ -113,6 +113,16 @@ NWB_API void nwb_crash_thread_release(void);
 NWB_API int nwb_crash_thread_create(pthread_t *thread, const pthread_attr_t *attr,
                                     void *(*fn)(void *), void *arg);
 
+/**
+ * nwb_crash_thread_create() that also names the thread: the new thread sets
+ * its OS name (pthread_setname_np, the first 15 bytes of @p name; NULL or ""
+ * keeps the inherited one) before it prepares its stack and calls @p fn.
+ * The telemetry recorder reads that name when the thread first records
+ * (its track in reports and traces), and a crash capture lists it.
+ */
+NWB_API int nwb_crash_thread_create_named(pthread_t *thread, const pthread_attr_t *attr,
+                                          const char *name, void *(*fn)(void *), void *arg);
+
 /* ---- GPU crash capture ---- */
 
 /**

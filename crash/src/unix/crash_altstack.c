@@ -132,6 +132,7 @@ void nwb_crash_thread_release(void)
 struct start {
     void *(*fn)(void *);
     void *arg;
+    char name[16]; /* the OS thread name (15 bytes and a NUL), "" = inherit */
 };
 
 static void *thread_main(void *p)
@@ -139,6 +140,11 @@ static void *thread_main(void *p)
     struct start s = *(struct start *)p;
 
     nwb_free(p);
+    if (s.name[0] != '\0') {
+        /* The kernel's name (/proc/self/task/<tid>/comm): what the telemetry recorder, a crash
+         * capture, gdb, perf and top all read. */
+        (void)pthread_setname_np(pthread_self(), s.name);
+    }
     (void)nwb_crash_thread_prepare(); /* a thread without one still runs; it just isn't covered */
     return s.fn(s.arg);
 }
@@ -146,7 +152,14 @@ static void *thread_main(void *p)
 int nwb_crash_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
                             void *arg)
 {
+    return nwb_crash_thread_create_named(thread, attr, NULL, fn, arg);
+}
+
+int nwb_crash_thread_create_named(pthread_t *thread, const pthread_attr_t *attr, const char *name,
+                                  void *(*fn)(void *), void *arg)
+{
     struct start *s = nwb_malloc(sizeof(*s));
+    size_t len = name != NULL ? strnlen(name, sizeof(s->name) - 1) : 0;
     int err;
 
     if (s == NULL) {
@@ -154,6 +167,8 @@ int nwb_crash_thread_create(pthread_t *thread, const pthread_attr_t *attr, void 
     }
     s->fn = fn;
     s->arg = arg;
+    memcpy(s->name, name != NULL ? name : "", len);
+    s->name[len] = '\0';
     err = pthread_create(thread, attr, thread_main, s);
     if (err != 0) {
         nwb_free(s);
