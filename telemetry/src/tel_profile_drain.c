@@ -187,7 +187,7 @@ static void on_scope(nwb_tel_recorder_t *rec, uint32_t tid, const nwb__prof_rec_
 
     if (site->owner != rec || site->id == 0) {
         if (site->hash == 0) {
-            site->hash = nwb_name_hash(site->name, site->len);
+            site->hash = nwb_name_make_n(site->name, site->len);
         }
         if (nwb_tel_scope_register(rec, site->hash, NWB_TEL_SCOPE_CPU, &id) != 0) {
             rec->dropped_scopes++;
@@ -211,7 +211,7 @@ static void on_counter(nwb_tel_recorder_t *rec, uint32_t tid, const nwb__prof_re
     double v;
 
     if (site->hash == 0) {
-        site->hash = nwb_name_hash(site->name, site->len);
+        site->hash = nwb_name_make_n(site->name, site->len);
     }
     memcpy(&v, &r->c, sizeof(v));
     if (v != v || v - v != 0) { /* NaN or infinite: the format refuses them */

@@ -29,7 +29,7 @@ static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 nwb_name_t nwb_tel_name(const char *s)
 {
     const size_t len = s != NULL ? strlen(s) : 0;
-    const nwb_name_t h = nwb_name_hash(s != NULL ? s : "", len);
+    const nwb_name_t h = nwb_name_make_n(s != NULL ? s : "", len);
 
 #if !NWB_IS_FINAL
     if (len == 0 || len > NWB_TEL_STRING_MAX || nwb_tel_name_string(h, NULL) != NULL) {

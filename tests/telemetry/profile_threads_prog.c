@@ -3,11 +3,13 @@
  * profile_threads_prog.c (nwb-test-profile-threads) - the program telemetry.profile_threads
  * runs: a frame thread and three named threads ("render", "audio", "physics") recording nested
  * NWB_PROFILE_SCOPEs and a counter each frame, a mark at frame 10, uploads through the logger
- * client to the server in $NWB_LOGSERVER (program "profile-threads", run "pt1"). No sidecar:
- * in dbg and opt builds the names travel in the stream's string tables.
+ * client to the server in $NWB_LOGSERVER (program "profile-threads", run "pt1" or
+ * $NWB_TEST_RUN_ID). No sidecar: in dbg and opt builds the names travel in the stream's string
+ * tables.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nwb/client.h"
@@ -74,9 +76,10 @@ int main(void)
     nwb_tel_uploader_t *up;
     pthread_t th[3];
     char err[256];
+    const char *run = getenv("NWB_TEST_RUN_ID") != NULL ? getenv("NWB_TEST_RUN_ID") : "pt1";
 
     ccfg.program = "profile-threads";
-    ccfg.run_id = "pt1";
+    ccfg.run_id = run;
     ccfg.mode = NWB_CLIENT_MODE_SERVER;
     ccfg.console = 0;
     if (nwb_client_create(&ccfg, &client, err, sizeof(err)) != 0) {
@@ -84,7 +87,7 @@ int main(void)
         return 1;
     }
     rcfg.program = "profile-threads";
-    rcfg.run_id = "pt1";
+    rcfg.run_id = run;
     if (nwb_tel_recorder_create(&rcfg, &rec) != 0 ||
         nwb_tel_client_uploader_create(client, &up) != 0 ||
         nwb_tel_recorder_set_upload(rec, 1, nwb_tel_uploader_sink(up)) != 0) {

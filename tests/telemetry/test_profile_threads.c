@@ -68,6 +68,89 @@ static int run_program(const char *exe, int port)
     }
 }
 
+#ifdef NWB_PROFILE_THREADS_BM_EXE
+/*
+ * fin: the BUILDMODE twin of the program (same source, the name registry linked in) sends the
+ * same hash-only stream and writes <exe>.namesym at exit; `nwb-telemetry report` and `chrome`
+ * of its run, given that sidecar, show the names the plain fin run showed as tokens.
+ */
+static void decode_with_sidecar(struct nwb_test_server *srv, const char *out, const char *first)
+{
+    char *resp = malloc(RESP_CAP);
+    char path[1400];
+    char sidecar[1100];
+    char cmd[4200];
+    char id[256];
+    const char *p;
+    char *doc;
+    size_t len = 0;
+    struct stat st;
+
+    assert_non_null(resp);
+    snprintf(sidecar, sizeof(sidecar), "%s.namesym", NWB_PROFILE_THREADS_BM_EXE);
+    (void)unlink(sidecar);
+    setenv("NWB_TEST_RUN_ID", "pt-bm", 1);
+    assert_int_equal(run_program(NWB_PROFILE_THREADS_BM_EXE, srv->port), 0);
+    unsetenv("NWB_TEST_RUN_ID");
+    assert_int_equal(stat(sidecar, &st), 0);
+
+    /* The newest run of the program that is not the first one. */
+    assert_int_equal(nwb_test_http(srv->port, "GET", "/v1/runs?program=profile-threads", NULL, NULL,
+                                   0, resp, RESP_CAP),
+                     200);
+    id[0] = '\0';
+    for (p = strstr(resp, "\"id\":\""); p != NULL; p = strstr(p, "\"id\":\"")) {
+        const char *q;
+
+        p += 6;
+        q = strchr(p, '"');
+        assert_non_null(q);
+        if ((size_t)(q - p) < sizeof(id) && strncmp(p, first, (size_t)(q - p)) != 0) {
+            memcpy(id, p, (size_t)(q - p));
+            id[q - p] = '\0';
+        }
+    }
+    assert_true(id[0] != '\0');
+
+    snprintf(path, sizeof(path), "%s/runs/%s/telemetry.nwbs.zst", out, id);
+    if (stat(path, &st) != 0) {
+        snprintf(path, sizeof(path), "%s/runs/%s/telemetry.nwbs", out, id);
+    }
+    /* Without the sidecar: tokens. */
+    snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/plain.json'", NWB_TELEMETRY_EXE, path, out);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/plain.json", out);
+    doc = nwb_test_read_file(cmd, &len);
+    assert_non_null(doc);
+    assert_json(doc, len, "the report without a sidecar");
+    assert_null(strstr(doc, "render/shadows"));
+    free(doc);
+    /* With it: names. */
+    snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/named.json' --namesym '%s'",
+             NWB_TELEMETRY_EXE, path, out, sidecar);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/named.json", out);
+    doc = nwb_test_read_file(cmd, &len);
+    assert_non_null(doc);
+    assert_json(doc, len, "the report with the sidecar");
+    assert_non_null(strstr(doc, "\"render/shadows\""));
+    assert_non_null(strstr(doc, "\"physics/contacts\""));
+    assert_non_null(strstr(doc, "\"render.draw_calls\""));
+    free(doc);
+    snprintf(cmd, sizeof(cmd), "'%s' chrome '%s' -o '%s/named_trace.json' --namesym '%s'",
+             NWB_TELEMETRY_EXE, path, out, sidecar);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/named_trace.json", out);
+    doc = nwb_test_read_file(cmd, &len);
+    assert_non_null(doc);
+    assert_json(doc, len, "the trace with the sidecar");
+    assert_non_null(strstr(doc, "\"name\":\"physics/contacts\""));
+    free(doc);
+    (void)unlink(sidecar);
+    free(resp);
+}
+#endif
+
 static void test_three_named_threads(void **state)
 {
     struct nwb_test_server srv;
@@ -86,8 +169,8 @@ static void test_three_named_threads(void **state)
     assert_int_equal(nwb_test_server_start(&srv, NULL, out, 0, NULL), 0);
     assert_int_equal(run_program(NWB_PROFILE_THREADS_EXE, srv.port), 0);
 
-    status = nwb_test_http(srv.port, "GET", "/v1/runs?program=profile-threads", NULL, NULL, 0,
-                           resp, RESP_CAP);
+    status = nwb_test_http(srv.port, "GET", "/v1/runs?program=profile-threads", NULL, NULL, 0, resp,
+                           RESP_CAP);
     assert_int_equal(status, 200);
     assert_json(resp, strlen(resp), "the run list");
     p = strstr(resp, "\"id\":\"");
@@ -104,8 +187,7 @@ static void test_three_named_threads(void **state)
     end = nwb_test_now_ms() + 10000;
     do {
         status = nwb_test_http(srv.port, "GET", path, NULL, NULL, 0, resp, RESP_CAP);
-    } while ((status != 200 || strstr(resp, "\"count\":30") == NULL) &&
-             nwb_test_now_ms() < end);
+    } while ((status != 200 || strstr(resp, "\"count\":30") == NULL) && nwb_test_now_ms() < end);
     assert_int_equal(status, 200);
     assert_json(resp, strlen(resp), "telemetry.json");
     assert_non_null(strstr(resp, "\"count\":30"));
@@ -157,6 +239,9 @@ static void test_three_named_threads(void **state)
 #endif
         free(trace);
     }
+#ifdef NWB_PROFILE_THREADS_BM_EXE
+    decode_with_sidecar(&srv, out, id);
+#endif
     assert_int_equal(nwb_test_server_stop(&srv, SIGTERM, 10000) == -1, 0);
     nwb_test_rmtree(out);
     free(resp);
