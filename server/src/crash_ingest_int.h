@@ -67,6 +67,7 @@ struct nwb__crash_store {
     int tmp_fd;                  /* .tmp/: raw archives, markers, reasons being written */
     int stage_fd;                /* .staging/: packages being extracted */
     int queue_fd;                /* .queue/: one marker per stored, not yet settled archive */
+    int analysis_fd;             /* analysis/<id>/: what the server derived (signature.txt) */
 };
 
 /* One entry of a category folder. */
@@ -129,6 +130,13 @@ void nwb__crash_store_settle(struct nwb__crash_store *st, const struct nwb_crash
 /* The entries of @p cat (nwb_malloc'd @p *out, returned-owned). 0, -ENOMEM or a negated errno. */
 int nwb__crash_store_scan(const struct nwb__crash_store *st, enum nwb__crash_cat cat,
                           struct nwb__crash_entry **out, size_t *count);
+/*
+ * The grouping signature the server derived for package @p id (analysis/<id>/signature.txt,
+ * one line, at most NWB_CRASH_SIG_MAX bytes) into @p sig (@p cap bytes, NUL-terminated).
+ * Returns its length, or -ENOENT when the package has none yet, or another negative code.
+ */
+int nwb__crash_analysis_signature(const struct nwb__crash_store *st, const char *id, char *sig,
+                                  size_t cap);
 /* How many entries @p cat holds (0 when it cannot be read). */
 uint64_t nwb__crash_store_count(const struct nwb__crash_store *st, enum nwb__crash_cat cat);
 /* invalid/<id>.reason.txt as nwb_malloc'd NUL-terminated text (returned-owned). 0 or an error

@@ -168,8 +168,7 @@ size_t nwb_crash_sig_normalise(const char *function, size_t len, char *out, size
             len = i;
             break;
         }
-        if (function[i] == '+' && i + 2 < len && function[i + 1] == '0' &&
-            function[i + 2] == 'x') {
+        if (function[i] == '+' && i + 2 < len && function[i + 1] == '0' && function[i + 2] == 'x') {
             len = i;
             break;
         }
@@ -204,8 +203,7 @@ static size_t module_frame(const struct nwb_crash_sig_frame *f, char *out, size_
         }
     }
     n = nwb_crash_sig_normalise(m, mlen, name, sizeof(name) - 24);
-    w = snprintf(out, cap, "%s+0x%llx", n > 0 ? name : "?",
-                 (unsigned long long)f->module_offset);
+    w = snprintf(out, cap, "%s+0x%llx", n > 0 ? name : "?", (unsigned long long)f->module_offset);
     return w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap - 1;
 }
 
@@ -229,8 +227,7 @@ size_t nwb_crash_signature(const char *signal_name, const struct nwb_crash_sig_f
             size_t flen;
 
             if (f->function != NULL && f->function_len > 0) {
-                flen = nwb_crash_sig_normalise(f->function, f->function_len, frame,
-                                               sizeof(frame));
+                flen = nwb_crash_sig_normalise(f->function, f->function_len, frame, sizeof(frame));
                 if (pass == 0 && skip != NULL && nwb_crash_skip_matches(skip, frame, flen)) {
                     continue;
                 }

@@ -14,12 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NWB_CRASH_SIG_FRAMES      3u    /* frames a signature names */
-#define NWB_CRASH_SIG_MAX         1024u /* bytes of a signature, the NUL excluded */
-#define NWB_CRASH_SIG_FRAME_MAX   256u  /* bytes one normalised frame contributes */
-#define NWB_CRASH_GROUP_ID_LEN    16u   /* lowercase hex digits */
-#define NWB_CRASH_SKIP_PATTERNS   256u  /* patterns a skip list holds */
-#define NWB_CRASH_SKIP_PATTERN_MAX 128u /* bytes of one pattern */
+#define NWB_CRASH_SIG_FRAMES       3u    /* frames a signature names */
+#define NWB_CRASH_SIG_MAX          1024u /* bytes of a signature, the NUL excluded */
+#define NWB_CRASH_SIG_FRAME_MAX    256u  /* bytes one normalised frame contributes */
+#define NWB_CRASH_GROUP_ID_LEN     16u   /* lowercase hex digits */
+#define NWB_CRASH_SKIP_PATTERNS    256u  /* patterns a skip list holds */
+#define NWB_CRASH_SKIP_PATTERN_MAX 128u  /* bytes of one pattern */
 
 /* One frame as the symboliser gave it. Either string may be NULL/0 (unknown). */
 struct nwb_crash_sig_frame {

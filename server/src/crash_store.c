@@ -22,6 +22,7 @@
 #include "nwb/file_io.h"
 
 #include "crash_ingest_int.h"
+#include "crash_signature.h"
 
 #define MARKER_MAX   1024u         /* bytes of a queue marker read back */
 #define REASON_MAX   (16u * 1024u) /* bytes of a reason file read back */
@@ -338,7 +339,7 @@ int nwb__crash_store_open(struct nwb__crash_store *st, const char *out_dir)
     static const char *const cat_names[NWB__CRASH_CATS] = {"packages", "raw", "invalid"};
     int out_fd, err;
 
-    st->root_fd = st->tmp_fd = st->stage_fd = st->queue_fd = -1;
+    st->root_fd = st->tmp_fd = st->stage_fd = st->queue_fd = st->analysis_fd = -1;
     for (int c = 0; c < NWB__CRASH_CATS; c++) {
         st->cat_fd[c] = -1;
     }
@@ -364,6 +365,9 @@ int nwb__crash_store_open(struct nwb__crash_store *st, const char *out_dir)
     if (err == 0) {
         err = open_dir_at(st->root_fd, ".queue", &st->queue_fd);
     }
+    if (err == 0) {
+        err = open_dir_at(st->root_fd, "analysis", &st->analysis_fd);
+    }
     if (err != 0) {
         nwb__crash_store_close(st);
         return err;
@@ -387,6 +391,7 @@ void nwb__crash_store_close(struct nwb__crash_store *st)
     if (st == NULL) {
         return;
     }
+    close_fd(&st->analysis_fd);
     close_fd(&st->queue_fd);
     close_fd(&st->stage_fd);
     close_fd(&st->tmp_fd);
@@ -646,58 +651,167 @@ static int cmp_age(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
+int nwb__crash_analysis_signature(const struct nwb__crash_store *st, const char *id, char *sig,
+                                  size_t cap)
+{
+    char path[NWB_CRASH_INGEST_ID_LEN + 32];
+    ssize_t n;
+    int fd;
+
+    if (cap == 0) {
+        return -EINVAL;
+    }
+    snprintf(path, sizeof(path), "%s/signature.txt", id);
+    fd = openat(st->analysis_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -errno;
+    }
+    n = read(fd, sig, cap - 1);
+    close(fd);
+    if (n < 0) {
+        return -EIO;
+    }
+    while (n > 0 && (sig[n - 1] == '\n' || sig[n - 1] == '\r')) {
+        n--;
+    }
+    sig[n] = '\0';
+    if (n == 0 || memchr(sig, '\n', (size_t)n) != NULL || strlen(sig) != (size_t)n) {
+        return -EINVAL; /* not one line: treated as no signature */
+    }
+    return (int)n;
+}
+
+/* A package entry being considered for pruning, with what retention needs of its group. */
+struct aged {
+    struct nwb__crash_entry e;
+    char group[NWB_CRASH_SIG_MAX + 1]; /* "" = no signature: never protected */
+    int newest_of_group;
+};
+
+static int cmp_aged_group(const void *a, const void *b)
+{
+    const struct aged *x = a, *y = b;
+    const int c = strcmp(x->group, y->group);
+
+    return c != 0 ? c : -cmp_age(&x->e, &y->e); /* newest first inside a group */
+}
+
+static int cmp_aged_age(const void *a, const void *b)
+{
+    const struct aged *x = a, *y = b;
+
+    return cmp_age(&x->e, &y->e);
+}
+
+/*
+ * Mark the newest package of every group (signatures read from analysis/). Packages without
+ * a signature are not protected.
+ */
+static void mark_group_newest(const struct nwb__crash_store *st, struct aged *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (nwb__crash_analysis_signature(st, list[i].e.id, list[i].group, sizeof(list[i].group)) <
+            0) {
+            list[i].group[0] = '\0';
+        }
+        list[i].newest_of_group = 0;
+    }
+    qsort(list, n, sizeof(*list), cmp_aged_group);
+    for (size_t i = 0; i < n; i++) {
+        list[i].newest_of_group =
+            list[i].group[0] != '\0' && (i == 0 || strcmp(list[i].group, list[i - 1].group) != 0);
+    }
+    qsort(list, n, sizeof(*list), cmp_aged_age);
+}
+
+/* Remove one entry of @p cat (and what belongs to it). 0 or -1. */
+static int remove_entry(struct nwb__crash_store *st, enum nwb__crash_cat cat,
+                        const struct nwb__crash_entry *e, struct nwb_crash_counts *totals)
+{
+    const int dir_fd = st->cat_fd[cat];
+    char name[NAME_CAP];
+
+    if (cat == NWB__CRASH_PACKAGES) {
+        if (nwb__crash_rmtree_at(dir_fd, e->id) != 0) {
+            return -1;
+        }
+        (void)nwb__crash_rmtree_at(st->analysis_fd, e->id);
+        totals->pruned_packages_total++;
+        return 0;
+    }
+    snprintf(name, sizeof(name), "%s.%s", e->id, e->ext);
+    if (unlinkat(dir_fd, name, 0) != 0) {
+        return -1;
+    }
+    if (cat == NWB__CRASH_INVALID) {
+        reason_name(e->id, name);
+        (void)unlinkat(dir_fd, name, 0);
+        totals->pruned_invalid_total++;
+    } else {
+        totals->pruned_raw_total++;
+    }
+    return 0;
+}
+
 /*
  * Delete the oldest entries of @p cat until it holds @p keep, never @p current. @p extra is
  * the change about to happen to the category (+1: @p current moves in, -1: it moves out), so
  * the cap already holds once the move is visible.
+ *
+ * Packages: the newest crash of every group is kept while anything else can go. The first
+ * pass deletes, oldest first, packages that are not the newest of their group (a package
+ * without a signature counts as not protected); only if the category is still above the cap
+ * does a second pass delete the oldest of what is left, group-newest ones included: the cap
+ * always holds.
  */
 static void prune(struct nwb__crash_store *st, enum nwb__crash_cat cat, unsigned keep,
                   const char *current, int extra, struct nwb_crash_counts *totals)
 {
-    const int dir_fd = st->cat_fd[cat];
     struct nwb__crash_entry *list;
+    struct aged *aged;
     size_t n, left;
 
     if (keep == 0 || nwb__crash_store_scan(st, cat, &list, &n) != 0) {
         return;
     }
-    if (n == 0) {
+    if (n == 0 || (long long)n + extra <= (long long)keep) {
         nwb_free(list);
         return;
     }
-    qsort(list, n, sizeof(*list), cmp_age);
-    left = n;
-    for (size_t i = 0; i < n && (long long)left + extra > (long long)keep; i++) {
-        char name[NAME_CAP];
-
-        if (strcmp(list[i].id, current) == 0) {
-            continue;
-        }
-        /* A stored archive still waiting for the worker is not old, it is next. */
-        if (cat == NWB__CRASH_RAW && nwb__crash_store_is_queued(st, list[i].id)) {
-            continue;
-        }
-        if (cat == NWB__CRASH_PACKAGES) {
-            if (nwb__crash_rmtree_at(dir_fd, list[i].id) != 0) {
-                continue;
-            }
-            totals->pruned_packages_total++;
-        } else {
-            snprintf(name, sizeof(name), "%s.%s", list[i].id, list[i].ext);
-            if (unlinkat(dir_fd, name, 0) != 0) {
-                continue;
-            }
-            if (cat == NWB__CRASH_INVALID) {
-                reason_name(list[i].id, name);
-                (void)unlinkat(dir_fd, name, 0);
-                totals->pruned_invalid_total++;
-            } else {
-                totals->pruned_raw_total++;
-            }
-        }
-        left--;
+    aged = nwb_calloc(n, sizeof(*aged));
+    if (aged == NULL) {
+        nwb_free(list);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        aged[i].e = list[i];
     }
     nwb_free(list);
+    if (cat == NWB__CRASH_PACKAGES) {
+        mark_group_newest(st, aged, n);
+    } else {
+        qsort(aged, n, sizeof(*aged), cmp_aged_age);
+    }
+    left = n;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n && (long long)left + extra > (long long)keep; i++) {
+            if (aged[i].e.id[0] == '\0' || strcmp(aged[i].e.id, current) == 0) {
+                continue;
+            }
+            if (pass == 0 && aged[i].newest_of_group) {
+                continue;
+            }
+            /* A stored archive still waiting for the worker is not old, it is next. */
+            if (cat == NWB__CRASH_RAW && nwb__crash_store_is_queued(st, aged[i].e.id)) {
+                continue;
+            }
+            if (remove_entry(st, cat, &aged[i].e, totals) == 0) {
+                aged[i].e.id[0] = '\0';
+                left--;
+            }
+        }
+    }
+    nwb_free(aged);
 }
 
 static void write_reason(struct nwb__crash_store *st, const struct nwb__crash_job *job,

@@ -708,6 +708,89 @@ static void test_ingest_retention_zero_never_prunes(void **state)
     assert_int_equal(count(f, "invalid"), 20);
 }
 
+/* Give stored package @p id the signature @p sig, as the server's analysis would. */
+static void set_signature(const struct fixture *f, const char *id, const char *sig)
+{
+    char p[700];
+    FILE *fp;
+
+    path_of(f, p, sizeof(p), "analysis/%s", id);
+    assert_int_equal(mkdir(p, 0755), 0);
+    path_of(f, p, sizeof(p), "analysis/%s/signature.txt", id);
+    fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", sig);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static int package_kept(const struct fixture *f, const char *id)
+{
+    char p[700];
+
+    path_of(f, p, sizeof(p), "packages/%s", id);
+    return ta_exists(p);
+}
+
+/* One upload; its id copied into @p id. @p sig: the signature given to it, or NULL. */
+static void grouped_upload(struct fixture *f, const char *tag, const char *sig,
+                           char id[NWB_CRASH_INGEST_ID_LEN + 1])
+{
+    size_t len;
+    void *a = ta_package("tar.zst", tag, &len);
+
+    snprintf(id, NWB_CRASH_INGEST_ID_LEN + 1, "%s", submit(f, a, len));
+    free(a);
+    if (sig != NULL) {
+        set_signature(f, id, sig);
+    }
+}
+
+/*
+ * The newest crash of every group outlives older crashes of busier groups and crashes with no
+ * signature; when every package left is a group's newest, the cap still holds (the oldest
+ * goes), and a pruned package's analysis goes with it.
+ */
+static void test_ingest_retention_keeps_the_newest_of_every_group(void **state)
+{
+    struct fixture *f = *state;
+    char a0[33], b0[33], b1[33], b2[33], c0[33], d0[33], e0[33], g0[33];
+    char p[700];
+
+    f->caps.retain_packages = 3;
+    start(f);
+    grouped_upload(f, "a0", "SIGSEGV | rare_bug", a0);
+    grouped_upload(f, "b0", "SIGABRT | busy_bug", b0);
+    grouped_upload(f, "b1", "SIGABRT | busy_bug", b1);
+    grouped_upload(f, "b2", "SIGABRT | busy_bug", b2);
+    /* b0 went, not a0, the oldest: a0 is its group's only crash. */
+    assert_true(package_kept(f, a0));
+    assert_false(package_kept(f, b0));
+    path_of(f, p, sizeof(p), "analysis/%s", b0);
+    assert_false(ta_exists(p));
+    assert_true(package_kept(f, b1));
+    assert_true(package_kept(f, b2));
+
+    grouped_upload(f, "c0", NULL, c0); /* b1 goes: b2 is newer in its group */
+    assert_true(package_kept(f, a0));
+    assert_false(package_kept(f, b1));
+    assert_true(package_kept(f, c0));
+
+    grouped_upload(f, "d0", "SIGFPE | other_bug", d0); /* c0, with no signature, goes */
+    assert_false(package_kept(f, c0));
+    assert_true(package_kept(f, a0));
+    assert_true(package_kept(f, b2));
+    assert_true(package_kept(f, d0));
+
+    grouped_upload(f, "e0", "SIGBUS | fourth_bug", e0); /* all group-newest: a0, the oldest */
+    assert_false(package_kept(f, a0));
+    assert_true(package_kept(f, b2));
+    assert_true(package_kept(f, d0));
+    assert_true(package_kept(f, e0));
+    grouped_upload(f, "g0", NULL, g0);
+    assert_int_equal(count(f, "packages"), 3);
+    assert_true(package_kept(f, g0));
+}
+
 /* ---- restart and shutdown ---- */
 
 static void test_ingest_stored_but_unextracted_is_redone_at_start(void **state)
@@ -962,6 +1045,7 @@ int main(void)
         T(test_ingest_retention_small_caps_keep_newest),
         T(test_ingest_retention_cap_one_never_prunes_the_new_one),
         T(test_ingest_retention_zero_never_prunes),
+        T(test_ingest_retention_keeps_the_newest_of_every_group),
         T(test_ingest_stored_but_unextracted_is_redone_at_start),
         T(test_ingest_stop_during_extraction_leaves_no_partial_output),
         T(test_ingest_wait_idle_times_out_while_paused),

@@ -16,8 +16,14 @@
 
 #include "crash_signature.h"
 
-#define FN(s)          {s, sizeof(s) - 1, "/opt/game/bin/nwb-demo", 22, 0x1234}
-#define UNSYM(m, off)  {NULL, 0, m, sizeof(m) - 1, off}
+#define FN(s)                                                                                      \
+    {                                                                                              \
+        s, sizeof(s) - 1, "/opt/game/bin/nwb-demo", 22, 0x1234                                     \
+    }
+#define UNSYM(m, off)                                                                              \
+    {                                                                                              \
+        NULL, 0, m, sizeof(m) - 1, off                                                             \
+    }
 
 static size_t sig_of(const struct nwb_crash_sig_frame *f, size_t n, char *out)
 {
@@ -29,9 +35,13 @@ static size_t sig_of(const struct nwb_crash_sig_frame *f, size_t n, char *out)
 
 static void test_runtime_frames_are_skipped(void **state)
 {
-    const struct nwb_crash_sig_frame f[] = {
-        FN("__pthread_kill_implementation"), FN("raise"), FN("abort"), FN("demo_abort"),
-        FN("demo_frame"), FN("main"), FN("__libc_start_call_main")};
+    const struct nwb_crash_sig_frame f[] = {FN("__pthread_kill_implementation"),
+                                            FN("raise"),
+                                            FN("abort"),
+                                            FN("demo_abort"),
+                                            FN("demo_frame"),
+                                            FN("main"),
+                                            FN("__libc_start_call_main")};
     char sig[NWB_CRASH_SIG_MAX + 1];
     const size_t len = sig_of(f, 7, sig);
     (void)state;
@@ -66,8 +76,7 @@ static void test_names_are_normalised(void **state)
 
 static void test_unsymbolised_frames_read_as_module_and_offset(void **state)
 {
-    const struct nwb_crash_sig_frame f[] = {UNSYM("/usr/lib/libgame.so.1", 0x7097),
-                                            FN("main")};
+    const struct nwb_crash_sig_frame f[] = {UNSYM("/usr/lib/libgame.so.1", 0x7097), FN("main")};
     char sig[NWB_CRASH_SIG_MAX + 1];
     (void)state;
 
@@ -125,13 +134,12 @@ static void test_skip_text_rules(void **state)
 
     /* A pattern of exactly the bound is taken, one byte more is refused with its line. */
     memset(pattern, 'p', NWB_CRASH_SKIP_PATTERN_MAX);
-    assert_int_equal(nwb_crash_skip_add_text(&skip, pattern, NWB_CRASH_SKIP_PATTERN_MAX, why,
-                                             sizeof(why)),
-                     0);
+    assert_int_equal(
+        nwb_crash_skip_add_text(&skip, pattern, NWB_CRASH_SKIP_PATTERN_MAX, why, sizeof(why)), 0);
     memset(pattern, 'p', NWB_CRASH_SKIP_PATTERN_MAX + 1);
-    assert_int_equal(nwb_crash_skip_add_text(&skip, pattern, NWB_CRASH_SKIP_PATTERN_MAX + 1, why,
-                                             sizeof(why)),
-                     -EINVAL);
+    assert_int_equal(
+        nwb_crash_skip_add_text(&skip, pattern, NWB_CRASH_SKIP_PATTERN_MAX + 1, why, sizeof(why)),
+        -EINVAL);
     assert_non_null(strstr(why, "line 1"));
     assert_int_equal(nwb_crash_skip_add_text(&skip, "a\nb*c\n", 6, why, sizeof(why)), -EINVAL);
     assert_non_null(strstr(why, "line 2"));
