@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash_endpoint.c - POST /v1/crash, GET /v1/crashes and GET /v1/crashes/<id>
- * over the crash ingest (crash_int.h, docs/crash.md). Storing an archive
+ * crash_endpoint.c - POST /v1/crash, GET /v1/crashes[?group=G], GET /v1/crashes/<id> and
+ * GET /v1/crash-groups over the crash ingest (crash_int.h, docs/crash.md). Storing an archive
  * fsyncs and the views scan the crash folders, so both run on the thread
  * pool (offload.c); the loop only answers.
  */
@@ -15,6 +15,8 @@
 #include "nwb/json.h"
 
 #include "crash_int.h"
+#include "crash_signature.h"
+#include "read_int.h"
 #include "server_int.h"
 
 struct crash_post {
@@ -25,7 +27,9 @@ struct crash_post {
 };
 
 struct crash_view {
-    char id[NWB__URL_MAX + 1]; /* empty: the list */
+    char id[NWB__URL_MAX + 1];              /* empty: the list */
+    char group[NWB_CRASH_GROUP_ID_LEN + 1]; /* the list's ?group=, "" = every crash */
+    int groups;                             /* GET /v1/crash-groups */
     char *json;
     size_t len;
     int err;
@@ -127,8 +131,11 @@ static void view_run(struct nwb__conn *c)
 {
     struct crash_view *v = c->work.ctx;
 
-    if (v->id[0] == '\0') {
-        v->err = nwb__crash_ingest_list_json(c->srv->crash, &v->json, &v->len);
+    if (v->groups) {
+        v->err = nwb__crash_ingest_groups_json(c->srv->crash, &v->json, &v->len);
+    } else if (v->id[0] == '\0') {
+        v->err = nwb__crash_ingest_list_json(c->srv->crash, v->group[0] != '\0' ? v->group : NULL,
+                                             &v->json, &v->len);
     } else {
         v->err = nwb__crash_ingest_get_json(c->srv->crash, v->id, &v->json, &v->len);
     }
@@ -162,6 +169,7 @@ static void view_done(struct nwb__conn *c)
 void nwb__crash_get_handle(struct nwb__conn *c)
 {
     static const char prefix[] = "/v1/crashes/";
+    static const char groups_path[] = "/v1/crash-groups";
     const struct nwb__http_req *r = &c->req;
     const char *q = memchr(r->url, '?', r->url_len);
     const size_t len = q != NULL ? (size_t)(q - r->url) : r->url_len;
@@ -170,6 +178,23 @@ void nwb__crash_get_handle(struct nwb__conn *c)
     if (v == NULL) {
         nwb__conn_respond_error(c, 503, "out of memory");
         return;
+    }
+    if (len == sizeof(groups_path) - 1 && memcmp(r->url, groups_path, len) == 0) {
+        v->groups = 1;
+    } else if (q != NULL && len == sizeof("/v1/crashes") - 1) {
+        char value[NWB__QUERY_VALUE_MAX + 1];
+        size_t vlen = 0;
+        const int found = nwb__query_get(q + 1, r->url_len - len - 1, "group", value, &vlen);
+
+        if (found < 0 || (found == 1 && (vlen != NWB_CRASH_GROUP_ID_LEN ||
+                                         strspn(value, "0123456789abcdef") != vlen))) {
+            nwb_free(v);
+            nwb__conn_respond_error(c, 400, "group must be 16 lowercase hex digits");
+            return;
+        }
+        if (found == 1) {
+            memcpy(v->group, value, vlen + 1);
+        }
     }
     if (len > sizeof(prefix) - 1 && memcmp(r->url, prefix, sizeof(prefix) - 1) == 0) {
         /* The id is checked by the ingest (-EINVAL: 404); the URL bound keeps it short. */

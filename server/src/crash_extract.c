@@ -403,6 +403,7 @@ int nwb__crash_manifest_read(int dirfd, const char *path, struct nwb__crash_mani
     nwb_crash_manifest_value(text, used, "program", m->program);
     nwb_crash_manifest_value(text, used, "run", m->run);
     nwb_crash_manifest_value(text, used, "signal", m->signal);
+    nwb_crash_manifest_value(text, used, "build_id", m->build_id);
     return 0;
 }
 

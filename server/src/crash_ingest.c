@@ -355,9 +355,15 @@ int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn f
     return nwb__crash_list_each(&ci->store, fn, ctx);
 }
 
-int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_t *len)
+int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, const char *group, char **json,
+                                size_t *len)
 {
-    return nwb__crash_list_json(&ci->store, NULL, json, len);
+    return nwb__crash_list_json(&ci->store, NULL, group, json, len);
+}
+
+int nwb__crash_ingest_groups_json(struct nwb__crash_ingest *ci, char **json, size_t *len)
+{
+    return nwb__crash_groups_json(&ci->store, json, len);
 }
 
 int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, char **json,
@@ -368,7 +374,7 @@ int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, cha
         *len = 0;
         return -EINVAL;
     }
-    return nwb__crash_list_json(&ci->store, id, json, len);
+    return nwb__crash_list_json(&ci->store, id, NULL, json, len);
 }
 
 void nwb__crash_ingest_counts(struct nwb__crash_ingest *ci, struct nwb_crash_counts *out)

@@ -157,6 +157,7 @@ struct nwb__crash_manifest {
     char program[NWB_SAFE_NAME_MAX + 1];
     char run[NWB_SAFE_NAME_MAX + 1];
     char signal[NWB_SAFE_NAME_MAX + 1];
+    char build_id[NWB_SAFE_NAME_MAX + 1];
 };
 
 /*
@@ -189,13 +190,21 @@ int nwb__crash_extract(const void *data, int src_fd, uint64_t len, int dst_dirfd
 /* ---- the JSON views (crash_list.c) ---- */
 
 /*
- * With @p id NULL, every crash of @p st as {"crashes":[...]} oldest first; else the crash
+ * With @p id NULL, every crash of @p st as {"crashes":[...]} oldest first (only those of
+ * group @p group, 16 hex digits, when it is not NULL); else the crash
  * @p id alone with its files or reason. Written with nwb/json.h into a nwb_malloc'd,
  * NUL-terminated @p *json (returned-owned) ending in a newline. Returns what
  * nwb__crash_ingest_list_json() and nwb__crash_ingest_get_json() document.
  */
-int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char **json,
-                         size_t *len);
+int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, const char *group,
+                         char **json, size_t *len);
+
+/*
+ * GET /v1/crash-groups: {"groups":[...]} of the extracted crashes that have a signature, the
+ * largest group first (ties: the most recently seen first). Same ownership and errors as
+ * nwb__crash_list_json().
+ */
+int nwb__crash_groups_json(const struct nwb__crash_store *st, char **json, size_t *len);
 
 /* nwb__crash_ingest_each() over the store @p st. */
 int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_fn fn, void *ctx);

@@ -90,12 +90,17 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
                              char id_out[NWB_CRASH_INGEST_ID_LEN + 1]);
 
 /**
- * GET /v1/crashes: {"crashes":[...]} oldest first and a newline, into a nwb_malloc'd,
+ * GET /v1/crashes[?group=G]: {"crashes":[...]} oldest first (of group G, 16 hex digits,
+ * when given) and a newline, into a nwb_malloc'd,
  * NUL-terminated @p *json (returned-owned) of @p *len bytes (the NUL not counted).
  * Returns 0, -ENOMEM, NWB_ETOOBIG (beyond NWB__CRASH_JSON_MAX) or the negated errno of a
  * folder scan.
  */
-int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, char **json, size_t *len);
+int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, const char *group, char **json,
+                                size_t *len);
+
+/** GET /v1/crash-groups (docs/crash.md, "Grouping"); errors as the list's. */
+int nwb__crash_ingest_groups_json(struct nwb__crash_ingest *ci, char **json, size_t *len);
 
 /**
  * GET /v1/crashes/<id>: one crash with its files (extracted) or reason (invalid), like the

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash_list.c - the crash ingest's JSON views, GET /v1/crashes and GET /v1/crashes/<id>
- * (docs/crash.md): every crash of the store merged over its categories, with what its
- * manifest, queue marker or reason file says. Written with the one JSON writer (nwb/json.h),
+ * crash_list.c - the crash ingest's JSON views, GET /v1/crashes[?group=G], GET
+ * /v1/crashes/<id> and GET /v1/crash-groups (docs/crash.md): every crash of the store merged
+ * over its categories, with what its manifest, queue marker, reason file and the server's
+ * analysis (its grouping signature) say. Written with the one JSON writer (nwb/json.h),
  * so text from archives and clients can never break the document.
  */
 #define _GNU_SOURCE
@@ -22,9 +23,11 @@
 #include "nwb/json.h"
 
 #include "crash_ingest_int.h"
+#include "crash_signature.h"
 #include "read_int.h"
 
-#define FILE_PATH_MAX 4096u /* a package file's relative path in the listing */
+#define FILE_PATH_MAX  4096u /* a package file's relative path in the listing */
+#define GROUP_LIST_MAX 16u   /* programs and build ids listed per group ("more..." beyond) */
 
 /* One crash as the views describe it. */
 struct record {
@@ -242,6 +245,44 @@ static void identify(const struct nwb__crash_store *st, const struct record *r,
     }
 }
 
+/* "signature" and "group" of an extracted crash the server analysed; null otherwise. */
+static void write_group(const struct nwb__crash_store *st, const struct record *r, nwb_json_t *j)
+{
+    char sig[NWB_CRASH_SIG_MAX + 2];
+    char group[NWB_CRASH_GROUP_ID_LEN + 1];
+    const int n = r->has[NWB__CRASH_PACKAGES]
+                      ? nwb__crash_analysis_signature(st, r->id, sig, sizeof(sig))
+                      : -ENOENT;
+
+    nwb_json_key(j, "signature");
+    if (n > 0) {
+        nwb_json_str(j, sig, (size_t)n);
+        nwb_crash_group_id(sig, (size_t)n, group);
+        nwb_json_key(j, "group");
+        nwb_json_cstr(j, group);
+    } else {
+        nwb_json_null(j);
+        nwb_json_key(j, "group");
+        nwb_json_null(j);
+    }
+}
+
+/* 1 when @p r is an extracted crash of group @p group. */
+static int in_group(const struct nwb__crash_store *st, const struct record *r, const char *group)
+{
+    char sig[NWB_CRASH_SIG_MAX + 2];
+    char id[NWB_CRASH_GROUP_ID_LEN + 1];
+    const int n = r->has[NWB__CRASH_PACKAGES]
+                      ? nwb__crash_analysis_signature(st, r->id, sig, sizeof(sig))
+                      : -ENOENT;
+
+    if (n <= 0) {
+        return 0;
+    }
+    nwb_crash_group_id(sig, (size_t)n, id);
+    return strcmp(id, group) == 0;
+}
+
 /* One crash object; @p detail adds "reason" (invalid) and "files" (extracted). */
 static void describe(const struct nwb__crash_store *st, const struct record *r, int detail,
                      nwb_json_t *j)
@@ -269,6 +310,9 @@ static void describe(const struct nwb__crash_store *st, const struct record *r, 
     nwb_json_cstr(j, m.signal);
     nwb_json_key(j, "status");
     nwb_json_cstr(j, status);
+    nwb_json_key(j, "buildId");
+    nwb_json_cstr(j, m.build_id);
+    write_group(st, r, j);
     nwb_json_key(j, "sizes");
     nwb_json_obj_begin(j);
     nwb_json_key(j, "archive");
@@ -301,8 +345,27 @@ static void describe(const struct nwb__crash_store *st, const struct record *r, 
     nwb_free(reason);
 }
 
-int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char **json,
-                         size_t *len)
+/* The document in @p b as a NUL-terminated nwb_malloc'd string, or an error. */
+static int finish_doc(nwb_json_t *j, nwb_buf_t *b, char **json, size_t *len)
+{
+    int err;
+
+    nwb_json_space(j, "\n", 1);
+    err = nwb_json_finish(j);
+    if (err == 0) {
+        err = nwb_buf_append(b, "", 1); /* the NUL, not counted in *len */
+    }
+    if (err != 0) {
+        nwb_buf_cleanup(b);
+        return err;
+    }
+    *json = (char *)b->data;
+    *len = b->len - 1;
+    return 0;
+}
+
+int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, const char *group,
+                         char **json, size_t *len)
 {
     nwb_buf_t b = NWB_BUF_INIT(NWB__CRASH_JSON_MAX);
     struct record *recs;
@@ -325,7 +388,9 @@ int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char
         nwb_json_key(&j, "crashes");
         nwb_json_arr_begin(&j);
         for (size_t i = 0; i < n; i++) {
-            describe(st, &recs[i], 0, &j);
+            if (group == NULL || in_group(st, &recs[i], group)) {
+                describe(st, &recs[i], 0, &j);
+            }
         }
         nwb_json_arr_end(&j);
         nwb_json_obj_end(&j);
@@ -342,18 +407,178 @@ int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, char
         describe(st, r, 1, &j);
     }
     nwb_free(recs);
-    nwb_json_space(&j, "\n", 1);
-    err = nwb_json_finish(&j);
-    if (err == 0) {
-        err = nwb_buf_append(&b, "", 1); /* the NUL, not counted in *len */
+    return finish_doc(&j, &b, json, len);
+}
+
+/* One group while the view is built: its crashes are recs[first..] with the same signature. */
+struct group_acc {
+    char sig[NWB_CRASH_SIG_MAX + 2];
+    size_t sig_len;
+    size_t rec; /* index of the crash in the record array */
+};
+
+static int cmp_group_acc(const void *a, const void *b)
+{
+    const struct group_acc *x = a, *y = b;
+    const int c = strcmp(x->sig, y->sig);
+
+    return c != 0 ? c : x->rec < y->rec ? -1 : x->rec > y->rec; /* oldest first inside */
+}
+
+/* The summary of a run of equal signatures acc[a..b) (records oldest first). */
+struct group_summary {
+    size_t a, b;
+    uint64_t last_ns;
+};
+
+static int cmp_summary(const void *x, const void *y)
+{
+    const struct group_summary *p = x, *q = y;
+    const size_t np = p->b - p->a, nq = q->b - q->a;
+
+    if (np != nq) {
+        return np > nq ? -1 : 1;
     }
+    if (p->last_ns != q->last_ns) {
+        return p->last_ns > q->last_ns ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Append @p v to the first @p *n entries of @p list (capacity GROUP_LIST_MAX) if new;
+ * returns 1 when it did not fit. */
+static int list_add(char (*list)[NWB_SAFE_NAME_MAX + 1], size_t *n, const char *v)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(list[i], v) == 0) {
+            return 0;
+        }
+    }
+    if (*n == GROUP_LIST_MAX) {
+        return 1;
+    }
+    snprintf(list[(*n)++], NWB_SAFE_NAME_MAX + 1, "%s", v);
+    return 0;
+}
+
+static void write_group_summary(const struct nwb__crash_store *st, const struct group_acc *acc,
+                                const struct record *recs, const struct group_summary *g,
+                                nwb_json_t *j)
+{
+    char programs[GROUP_LIST_MAX][NWB_SAFE_NAME_MAX + 1];
+    char builds[GROUP_LIST_MAX][NWB_SAFE_NAME_MAX + 1];
+    char group[NWB_CRASH_GROUP_ID_LEN + 1];
+    size_t np = 0, nb = 0;
+    int more_programs = 0, more_builds = 0;
+    const struct record *first = &recs[acc[g->a].rec];
+    const struct record *newest = &recs[acc[g->b - 1].rec];
+
+    for (size_t i = g->a; i < g->b; i++) {
+        struct nwb__crash_manifest m;
+        char *reason;
+        size_t reason_len;
+
+        identify(st, &recs[acc[i].rec], &m, &reason, &reason_len);
+        nwb_free(reason);
+        if (m.program[0] != '\0') {
+            more_programs |= list_add(programs, &np, m.program);
+        }
+        if (m.build_id[0] != '\0') {
+            more_builds |= list_add(builds, &nb, m.build_id);
+        }
+    }
+    nwb_crash_group_id(acc[g->a].sig, acc[g->a].sig_len, group);
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "group");
+    nwb_json_cstr(j, group);
+    nwb_json_key(j, "signature");
+    nwb_json_str(j, acc[g->a].sig, acc[g->a].sig_len);
+    nwb_json_key(j, "count");
+    nwb_json_u64(j, g->b - g->a);
+    nwb_json_key(j, "firstSeen");
+    nwb__json_time(j, first->received_ns);
+    nwb_json_key(j, "lastSeen");
+    nwb__json_time(j, newest->received_ns);
+    nwb_json_key(j, "newest");
+    nwb_json_cstr(j, newest->id);
+    nwb_json_key(j, "programs");
+    nwb_json_arr_begin(j);
+    for (size_t i = 0; i < np; i++) {
+        nwb_json_cstr(j, programs[i]);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "morePrograms");
+    nwb_json_bool(j, more_programs);
+    nwb_json_key(j, "buildIds");
+    nwb_json_arr_begin(j);
+    for (size_t i = 0; i < nb; i++) {
+        nwb_json_cstr(j, builds[i]);
+    }
+    nwb_json_arr_end(j);
+    nwb_json_key(j, "moreBuildIds");
+    nwb_json_bool(j, more_builds);
+    nwb_json_obj_end(j);
+}
+
+int nwb__crash_groups_json(const struct nwb__crash_store *st, char **json, size_t *len)
+{
+    nwb_buf_t b = NWB_BUF_INIT(NWB__CRASH_JSON_MAX);
+    struct record *recs;
+    struct group_acc *acc;
+    struct group_summary *groups;
+    size_t n, na = 0, ng = 0;
+    nwb_json_t j;
+    int err;
+
+    *json = NULL;
+    *len = 0;
+    err = collect(st, &recs, &n);
     if (err != 0) {
-        nwb_buf_cleanup(&b);
         return err;
     }
-    *json = (char *)b.data;
-    *len = b.len - 1;
-    return 0;
+    acc = nwb_calloc(n + 1, sizeof(*acc));
+    groups = nwb_calloc(n + 1, sizeof(*groups));
+    if (acc == NULL || groups == NULL) {
+        nwb_free(acc);
+        nwb_free(groups);
+        nwb_free(recs);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const int sl =
+            recs[i].has[NWB__CRASH_PACKAGES]
+                ? nwb__crash_analysis_signature(st, recs[i].id, acc[na].sig, sizeof(acc[na].sig))
+                : -ENOENT;
+
+        if (sl > 0) {
+            acc[na].sig_len = (size_t)sl;
+            acc[na].rec = i;
+            na++;
+        }
+    }
+    qsort(acc, na, sizeof(*acc), cmp_group_acc);
+    for (size_t i = 0; i < na; i++) {
+        if (i == 0 || strcmp(acc[i].sig, acc[i - 1].sig) != 0) {
+            groups[ng].a = i;
+            ng++;
+        }
+        groups[ng - 1].b = i + 1;
+        groups[ng - 1].last_ns = recs[acc[i].rec].received_ns;
+    }
+    qsort(groups, ng, sizeof(*groups), cmp_summary);
+    nwb_json_init(&j, &b, NULL);
+    nwb_json_obj_begin(&j);
+    nwb_json_key(&j, "groups");
+    nwb_json_arr_begin(&j);
+    for (size_t i = 0; i < ng; i++) {
+        write_group_summary(st, acc, recs, &groups[i], &j);
+    }
+    nwb_json_arr_end(&j);
+    nwb_json_obj_end(&j);
+    nwb_free(groups);
+    nwb_free(acc);
+    nwb_free(recs);
+    return finish_doc(&j, &b, json, len);
 }
 
 int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_fn fn, void *ctx)

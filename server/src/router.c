@@ -21,6 +21,8 @@ static const struct nwb__route routes[] = {
     {"/v1/crash", 0, NWB__METHOD_POST, "POST", 1, nwb__crash_body_limit,
      "crash archive exceeds --crash-max-archive-bytes", NULL, nwb__crash_post_handle, NULL},
     {"/v1/crashes", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
+    {"/v1/crash-groups", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle,
+     NULL},
     /* The read API (read_int.h); before /v1/crashes/, which would take the files too. */
     {"/v1/crashes/*/files/", 1, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL,
      nwb__read_crash_file_handle, NULL},

@@ -939,7 +939,7 @@ static void test_ingest_views_are_strict_json_in_every_status(void **state)
     assert_int_equal(nwb__crash_ingest_submit(f->ci, a, len, "qprog", "qrun", ids[3]), 0);
     free(a);
 
-    assert_int_equal(nwb__crash_ingest_list_json(f->ci, &json, &jlen), 0);
+    assert_int_equal(nwb__crash_ingest_list_json(f->ci, NULL, &json, &jlen), 0);
     expect_strict_json(json, jlen);
     assert_int_equal(occurrences(json, "{\"id\":\""), 4);
     assert_int_equal(occurrences(json, ",\"sizes\":{\"archive\":"), 4);
@@ -987,7 +987,7 @@ static void test_ingest_json_and_metrics_describe_each_category(void **state)
     snprintf(bad, sizeof(bad), "%s", submit(f, a, len));
     free(a);
 
-    assert_int_equal(nwb__crash_ingest_list_json(f->ci, &json, &jlen), 0);
+    assert_int_equal(nwb__crash_ingest_list_json(f->ci, NULL, &json, &jlen), 0);
     expect_strict_json(json, jlen);
     assert_non_null(strstr(json, good));
     assert_non_null(strstr(json, bad));

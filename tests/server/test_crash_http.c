@@ -355,6 +355,91 @@ static void test_crash_http_views_and_methods(void **state)
     assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
 }
 
+/* Give package @p id of the server in @p dir the signature @p sig, as its analysis does. */
+static void give_signature(const char *dir, const char *id, const char *sig)
+{
+    char p[900];
+    FILE *fp;
+
+    snprintf(p, sizeof(p), "%s/crashes/analysis/%s", dir, id);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/crashes/analysis/%s/signature.txt", dir, id);
+    fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", sig);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/*
+ * GET /v1/crash-groups: three crashes of one signature are one group of count 3 with its
+ * newest crash, a fourth of another signature a second group; ?group= lists a group's
+ * crashes; a bad group id is 400; each crash carries its signature and group. Every answer
+ * is strict JSON. (The signatures are placed where the server's analysis writes them.)
+ */
+static void test_crash_http_groups(void **state)
+{
+    struct fx *f = *state;
+    char body[16384], ids[4][64], resp[4096], url[128], group[17] = "";
+    const char *p;
+
+    assert_int_equal(tu_start(&f->srv, f->dir, 0, NULL), 0);
+    assert_int_equal(get_json(f->srv.port, "/v1/crash-groups", body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "\"groups\":[]"));
+    for (int i = 0; i < 4; i++) {
+        char tag[16];
+        size_t len;
+        void *a;
+
+        snprintf(tag, sizeof(tag), "group-%d", i);
+        a = ta_package("tar.zst", tag, &len);
+        assert_non_null(a);
+        assert_int_equal(
+            post_crash(f->srv.port, a, len, ids[i], sizeof(ids[i]), resp, sizeof(resp)), 200);
+        free(a);
+        assert_true(wait_crash_status(f->srv.port, ids[i], "extracted", 30000));
+        give_signature(f->dir, ids[i],
+                       i < 3 ? "SIGSEGV | demo_segv | demo_frame | main"
+                             : "SIGABRT | demo_abort | main");
+    }
+    assert_int_equal(get_json(f->srv.port, "/v1/crash-groups", body, sizeof(body)), 200);
+    assert_int_equal(tu_count(body, "\"group\":\""), 2);
+    /* The largest group first. */
+    p = strstr(body, "\"signature\":\"SIGSEGV | demo_segv | demo_frame | main\",\"count\":3");
+    assert_non_null(p);
+    assert_true(p < strstr(body, "\"signature\":\"SIGABRT | demo_abort | main\",\"count\":1"));
+    snprintf(url, sizeof(url), "\"newest\":\"%s\"", ids[2]);
+    assert_non_null(strstr(body, url));
+    assert_non_null(strstr(body, "\"firstSeen\":\""));
+    assert_non_null(strstr(body, "\"lastSeen\":\""));
+    assert_non_null(strstr(body, "\"programs\":["));
+    assert_non_null(strstr(body, "\"buildIds\":["));
+    assert_int_equal(sscanf(strstr(body, "\"group\":\"") + 9, "%16[0-9a-f]", group), 1);
+
+    snprintf(url, sizeof(url), "/v1/crashes?group=%s", group);
+    assert_int_equal(get_json(f->srv.port, url, body, sizeof(body)), 200);
+    assert_int_equal(tu_count(body, "\"status\":\"extracted\""), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(strstr(body, ids[i]));
+    }
+    assert_null(strstr(body, ids[3]));
+    snprintf(url, sizeof(url), "/v1/crashes/%s", ids[3]);
+    assert_int_equal(get_json(f->srv.port, url, body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "\"signature\":\"SIGABRT | demo_abort | main\",\"group\":\""));
+    assert_int_equal(
+        get_json(f->srv.port, "/v1/crashes?group=0000000000000000", body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "\"crashes\":[]"));
+    assert_int_equal(nwb_test_http(f->srv.port, "GET", "/v1/crashes?group=XYZ", NULL, NULL, 0, body,
+                                   sizeof(body)),
+                     400);
+    assert_int_equal(nwb_test_http(f->srv.port, "GET", "/v1/crashes?group=%zz", NULL, NULL, 0, body,
+                                   sizeof(body)),
+                     400);
+    assert_int_equal(
+        nwb_test_http(f->srv.port, "POST", "/v1/crash-groups", NULL, "x", 1, body, sizeof(body)),
+        405);
+    assert_true(WIFEXITED(tu_stop(&f->srv, SIGTERM, 10000)));
+}
+
 /*
  * The listing with 0, 1 and 3 crashes (one extracted, two invalid) and each crash on its own
  * are strict JSON with every key; before the JSON writer every crash object of the list lacked
@@ -469,6 +554,7 @@ int main(void)
         T(test_crash_http_body_limit_is_its_own),
         T(test_crash_http_full_queue_is_503_with_retry_after),
         T(test_crash_http_views_and_methods),
+        T(test_crash_http_groups),
         T(test_crash_http_listing_is_strict_json),
         T(test_crash_http_sigterm_during_ingest_exits_cleanly),
     };
