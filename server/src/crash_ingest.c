@@ -19,6 +19,7 @@
 #include "nwb/error.h"
 #include "nwb/safe_name.h"
 
+#include "crash_analysis.h"
 #include "crash_ingest_int.h"
 
 struct nwb__crash_ingest {
@@ -37,6 +38,7 @@ struct nwb__crash_ingest {
     struct nwb_crash_counts totals;   /* the *_total fields */
     nwb__crash_settled_fn settled_fn; /* nwb__crash_ingest_on_settled() */
     void *settled_ctx;
+    struct nwb_crash_skip skip; /* frames grouping signatures pass over */
 };
 
 /* ---- the queue (lock held) ---- */
@@ -122,6 +124,10 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     /* Settled only when its marker is gone (a failed move keeps it for the next start). */
     settled = (rc == 0 || rc == NWB_EARCHIVE) && !nwb__crash_store_is_queued(&ci->store, job->id);
     pthread_mutex_unlock(&ci->lock);
+    if (settled && rc == 0) {
+        /* Before the notice, so a viewer told of the crash finds its signature. */
+        (void)nwb__crash_analyse(&ci->store, job->id, &ci->skip);
+    }
     if (fn != NULL && settled) {
         const int named = rc == 0 && info.manifest.program[0] != '\0';
         const struct nwb__crash_settled s = {job->id, rc == 0,
@@ -137,6 +143,12 @@ static void *worker_main(void *arg)
     struct nwb__crash_ingest *ci = arg;
 
     pthread_mutex_lock(&ci->lock);
+    /* Packages stored before the server analysed them (or whose analysis was lost). */
+    ci->busy = 1;
+    pthread_mutex_unlock(&ci->lock);
+    nwb__crash_analyse_missing(&ci->store, &ci->skip);
+    pthread_mutex_lock(&ci->lock);
+    ci->busy = 0;
     for (;;) {
         struct nwb__crash_job job;
 
@@ -201,6 +213,7 @@ int nwb__crash_ingest_create(const char *out_dir, const struct nwb_crash_caps *c
         return -ENOMEM;
     }
     ci->caps = *caps;
+    nwb_crash_skip_defaults(&ci->skip);
     err = nwb__crash_store_open(&ci->store, out_dir);
     if (err != 0) {
         goto fail_free;

@@ -137,6 +137,12 @@ int nwb__crash_store_scan(const struct nwb__crash_store *st, enum nwb__crash_cat
  */
 int nwb__crash_analysis_signature(const struct nwb__crash_store *st, const char *id, char *sig,
                                   size_t cap);
+/*
+ * Write @p len bytes as @p tmp_name in .tmp/ (unique per writer), fsync, rename it to @p name
+ * under @p dir_fd and fsync that folder: a reader sees the whole file or none. 0 or -errno.
+ */
+int nwb__crash_store_file_as(struct nwb__crash_store *st, const char *tmp_name, int dir_fd,
+                             const char *name, const void *data, size_t len);
 /* How many entries @p cat holds (0 when it cannot be read). */
 uint64_t nwb__crash_store_count(const struct nwb__crash_store *st, enum nwb__crash_cat cat);
 /* invalid/<id>.reason.txt as nwb_malloc'd NUL-terminated text (returned-owned). 0 or an error

@@ -38,6 +38,16 @@ static const char *const default_skip[] = {
     "_start",
     "nwb_crash_*",
     "nwb__crash_*",
+    /* Modules, for frames without a function name (matched against the file name). */
+    "libc.so*",
+    "libc-*",
+    "libpthread.so*",
+    "ld-linux*",
+    "libgcc_s.so*",
+    "libstdc++.so*",
+    "libasan.so*",
+    "libubsan.so*",
+    "libtsan.so*",
 };
 
 void nwb_crash_skip_defaults(struct nwb_crash_skip *skip)
@@ -186,6 +196,22 @@ size_t nwb_crash_sig_normalise(const char *function, size_t len, char *out, size
     return n;
 }
 
+/* The module's last path component. */
+static const char *module_file(const struct nwb_crash_sig_frame *f, size_t *len)
+{
+    const char *m = f->module != NULL ? f->module : "";
+    size_t mlen = f->module != NULL ? f->module_len : 0;
+
+    for (size_t i = mlen; i > 0; i--) {
+        if (m[i - 1] == '/') {
+            *len = mlen - i;
+            return m + i;
+        }
+    }
+    *len = mlen;
+    return m;
+}
+
 /* "file+0xOFFSET" of an unsymbolised frame: the module's last path component. */
 static size_t module_frame(const struct nwb_crash_sig_frame *f, char *out, size_t cap)
 {
@@ -232,6 +258,16 @@ size_t nwb_crash_signature(const char *signal_name, const struct nwb_crash_sig_f
                     continue;
                 }
             } else {
+                size_t mlen;
+                const char *m = module_file(f, &mlen);
+
+                if (mlen == 0) {
+                    continue; /* no function, no module: nothing stable to name */
+                }
+                if (pass == 0 && skip != NULL && mlen > 0 &&
+                    nwb_crash_skip_matches(skip, m, mlen)) {
+                    continue;
+                }
                 flen = module_frame(f, frame, sizeof(frame));
             }
             if (flen == 0 || len + 3 + flen > NWB_CRASH_SIG_MAX || len + 3 + flen + 1 > cap) {

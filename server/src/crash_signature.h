@@ -32,7 +32,8 @@ struct nwb_crash_sig_frame {
 
 /*
  * Patterns of frames a signature passes over: "name" matches the function exactly, "name*"
- * any function starting with "name". Built-in defaults (nwb_crash_skip_defaults) plus any the
+ * any function starting with "name"; a frame without a function is matched by its module's
+ * file name ("libc.so*"). Built-in defaults (nwb_crash_skip_defaults) plus any the
  * operator adds (--crash-skip-frames FILE).
  */
 struct nwb_crash_skip {
@@ -60,9 +61,10 @@ int nwb_crash_skip_matches(const struct nwb_crash_skip *skip, const char *functi
  * The signature of a crash: "@p signal_name | f1 | f2 | f3" with up to NWB_CRASH_SIG_FRAMES
  * frames of @p frames (crashing thread, innermost first) that @p skip does not match. A frame
  * reads as its normalised function name, or "module+0xOFFSET" (the module's file name) when
- * the function is unknown. When every frame is skipped, the innermost frames are used anyway
- * (a crash inside abort() still groups). Writes a NUL-terminated string of at most
- * NWB_CRASH_SIG_MAX bytes into @p out (@p cap >= NWB_CRASH_SIG_MAX + 1) and returns its length.
+ * the function is unknown (a frame with neither is left out). When every frame is skipped, the
+ * innermost frames are used anyway (a crash inside abort() still groups). Writes a NUL-terminated
+ * string of at most NWB_CRASH_SIG_MAX bytes into @p out (@p cap >= NWB_CRASH_SIG_MAX + 1) and
+ * returns its length.
  */
 size_t nwb_crash_signature(const char *signal_name, const struct nwb_crash_sig_frame *frames,
                            size_t n, const struct nwb_crash_skip *skip, char *out, size_t cap);

@@ -283,14 +283,13 @@ static int open_dir_at(int parent, const char *name, int *out)
     return *out >= 0 ? 0 : -errno;
 }
 
-/* Write @p len bytes as @p name in .tmp/, fsync, and rename it into @p dir_fd. */
-static int store_file(struct nwb__crash_store *st, int dir_fd, const char *name, const void *data,
-                      size_t len)
+int nwb__crash_store_file_as(struct nwb__crash_store *st, const char *tmp_name, int dir_fd,
+                             const char *name, const void *data, size_t len)
 {
     int fd, err;
 
-    (void)unlinkat(st->tmp_fd, name, 0);
-    fd = openat(st->tmp_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    (void)unlinkat(st->tmp_fd, tmp_name, 0);
+    fd = openat(st->tmp_fd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         return -errno;
     }
@@ -301,16 +300,23 @@ static int store_file(struct nwb__crash_store *st, int dir_fd, const char *name,
     if (close(fd) != 0 && err == 0) {
         err = -errno;
     }
-    if (err == 0 && renameat(st->tmp_fd, name, dir_fd, name) != 0) {
+    if (err == 0 && renameat(st->tmp_fd, tmp_name, dir_fd, name) != 0) {
         err = -errno;
     }
     if (err == 0 && fsync(dir_fd) != 0) {
         err = -errno;
     }
     if (err != 0) {
-        (void)unlinkat(st->tmp_fd, name, 0);
+        (void)unlinkat(st->tmp_fd, tmp_name, 0);
     }
     return err;
+}
+
+/* Write @p len bytes as @p name in .tmp/, fsync, and rename it into @p dir_fd. */
+static int store_file(struct nwb__crash_store *st, int dir_fd, const char *name, const void *data,
+                      size_t len)
+{
+    return nwb__crash_store_file_as(st, name, dir_fd, name, data, len);
 }
 
 static void raw_name(const struct nwb__crash_job *job, char name[NAME_CAP])

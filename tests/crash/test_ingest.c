@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
@@ -708,15 +709,22 @@ static void test_ingest_retention_zero_never_prunes(void **state)
     assert_int_equal(count(f, "invalid"), 20);
 }
 
-/* Give stored package @p id the signature @p sig, as the server's analysis would. */
+/*
+ * Give stored package @p id the signature @p sig in place of the one the server's analysis
+ * derived (every test package has the same crash.txt, so they would all be one group); NULL
+ * removes it (a package whose analysis failed).
+ */
 static void set_signature(const struct fixture *f, const char *id, const char *sig)
 {
     char p[700];
     FILE *fp;
 
-    path_of(f, p, sizeof(p), "analysis/%s", id);
-    assert_int_equal(mkdir(p, 0755), 0);
     path_of(f, p, sizeof(p), "analysis/%s/signature.txt", id);
+    assert_true(ta_exists(p)); /* the server analysed it before the worker went idle */
+    if (sig == NULL) {
+        assert_int_equal(unlink(p), 0);
+        return;
+    }
     fp = fopen(p, "w");
     assert_non_null(fp);
     fprintf(fp, "%s\n", sig);
@@ -740,9 +748,7 @@ static void grouped_upload(struct fixture *f, const char *tag, const char *sig,
 
     snprintf(id, NWB_CRASH_INGEST_ID_LEN + 1, "%s", submit(f, a, len));
     free(a);
-    if (sig != NULL) {
-        set_signature(f, id, sig);
-    }
+    set_signature(f, id, sig);
 }
 
 /*

@@ -84,6 +84,20 @@ static void test_unsymbolised_frames_read_as_module_and_offset(void **state)
     assert_string_equal(sig, "SIGABRT | libgame.so.1+0x7097 | main");
 }
 
+/* An unsymbolised abort: libc's frames go by their module's file name. */
+static void test_unsymbolised_system_libraries_are_skipped(void **state)
+{
+    const struct nwb_crash_sig_frame f[] = {
+        UNSYM("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x8aebc),
+        UNSYM("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x3cfb2), UNSYM("/opt/game/nwb-demo", 0x7097),
+        UNSYM("/opt/game/nwb-demo", 0x8123), UNSYM("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x2724a)};
+    char sig[NWB_CRASH_SIG_MAX + 1];
+    (void)state;
+
+    sig_of(f, 5, sig);
+    assert_string_equal(sig, "SIGABRT | nwb-demo+0x7097 | nwb-demo+0x8123");
+}
+
 static void test_all_skipped_still_names_frames(void **state)
 {
     const struct nwb_crash_sig_frame f[] = {FN("raise"), FN("abort")};
@@ -192,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_runtime_frames_are_skipped),
         cmocka_unit_test(test_names_are_normalised),
         cmocka_unit_test(test_unsymbolised_frames_read_as_module_and_offset),
+        cmocka_unit_test(test_unsymbolised_system_libraries_are_skipped),
         cmocka_unit_test(test_all_skipped_still_names_frames),
         cmocka_unit_test(test_long_frames_stay_within_the_bound),
         cmocka_unit_test(test_skip_text_rules),
