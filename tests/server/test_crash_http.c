@@ -188,7 +188,7 @@ static int wait_crash_status(int port, const char *id, const char *status, int t
 static int wait_crash_signature(int port, const char *id, int timeout_ms)
 {
     const long long deadline = nwb_test_now_ms() + timeout_ms;
-    char url[128], body[8192];
+    char url[384], body[8192];
     int delay = 1;
 
     snprintf(url, sizeof(url), "/v1/crashes/%s", id);
@@ -410,7 +410,7 @@ static void *backtrace_package(const char *signal, const char *frames, const cha
 static void test_crash_http_groups(void **state)
 {
     struct fx *f = *state;
-    char body[16384], ids[4][64], resp[4096], url[128], group[17] = "";
+    char body[16384], ids[4][64], resp[4096], url[384], group[17] = "";
     const char *p;
 
     assert_int_equal(tu_start(&f->srv, f->dir, 0, NULL), 0);
