@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,11 +305,18 @@ static inline void call_leave(struct producer *p)
 static NWB_NOINLINE void producer_attach(struct producer *p, struct nwb_client *c)
 {
     struct nwb__ring *r = nwb__ring_create(c->s.ring_bytes, p->tid);
+    char name[16] = {0}; /* PR_GET_NAME writes up to 16 bytes with the NUL */
 
     p->gen = c->gen;
     p->ring = r; /* NULL: out of memory, this thread's records are dropped and counted */
     if (r == NULL) {
         return;
+    }
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) {
+        const size_t len = strnlen(name, NWB_LOG_THREAD_NAME_MAX);
+
+        memcpy(r->thread_name, name, len);
+        r->thread_name_len = (uint8_t)len;
     }
     pthread_mutex_lock(&c->ring_lock);
     r->next = c->rings;

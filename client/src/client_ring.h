@@ -13,6 +13,7 @@
 
 #include "nwb/common.h"
 #include "nwb/log.h"
+#include "nwb/log_batch.h"
 
 /* Ring sizes (bytes, a power of two): smaller requests are rounded up, 0 means the default. */
 #define NWB__RING_MIN     4096u
@@ -69,6 +70,10 @@ struct nwb__ring {
     uint32_t rec_max;       /* largest record accepted: min(cap / 2, header + 64 KiB + 8) */
     atomic_int closed;      /* its thread exited: free once drained */
     uint64_t thread_id;     /* gettid() of the producer */
+    /* The thread's name: set by the producer when it makes the ring (PR_GET_NAME), then
+     * written by the worker only (names_refresh(), from /proc). Not NUL-terminated. */
+    char thread_name[NWB_LOG_THREAD_NAME_MAX];
+    uint8_t thread_name_len;
     uint64_t flush_mark;    /* worker-private: head to reach for the pending flush */
     void *alloc_base;       /* what nwb_malloc returned */
     struct nwb__ring *next; /* the client's list, under its ring lock */

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -33,6 +34,9 @@
 #define IDLE_ROUNDS 64u
 /* Poll timeout while the output is full but offers nothing to wait on. */
 #define EFULL_RETRY_MS 10
+/* The rings' thread names are read again from /proc at most this often (a thread renamed after
+ * its first log call shows its new name within a second of the worker running). */
+#define NAME_REFRESH_NS 1000000000ull
 
 struct nwb__worker {
     struct nwb__ring **rings; /* snapshot of the client's list */
@@ -45,6 +49,7 @@ struct nwb__worker {
     int flush_pending;
     int stopping;
     uint64_t deadline; /* shutdown deadline (monotonic ns) */
+    uint64_t names_at; /* when the thread names were last read (monotonic ns) */
 };
 
 /* ---- rings ---- */
@@ -96,10 +101,54 @@ static int all_empty(const struct nwb__worker *w)
     return 1;
 }
 
+/* ---- thread names ---- */
+
+/* The kernel's name of @p r's thread, from /proc/self/task/TID/comm; kept as it was on failure. */
+static void ring_name_read(struct nwb__ring *r)
+{
+    char path[48];
+    char comm[NWB_LOG_THREAD_NAME_MAX + 2];
+    ssize_t n;
+    int fd;
+
+    (void)snprintf(path, sizeof(path), "/proc/self/task/%" PRIu64 "/comm", r->thread_id);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return; /* the thread is gone, or no /proc */
+    }
+    n = read(fd, comm, sizeof(comm));
+    close(fd);
+    if (n <= 0) {
+        return;
+    }
+    if (comm[n - 1] == '\n') {
+        n--;
+    }
+    if (n > (ssize_t)NWB_LOG_THREAD_NAME_MAX) {
+        n = (ssize_t)NWB_LOG_THREAD_NAME_MAX;
+    }
+    memcpy(r->thread_name, comm, (size_t)n);
+    r->thread_name_len = (uint8_t)n;
+}
+
+/* Read every live ring's thread name again, at most once per NAME_REFRESH_NS. */
+static void names_refresh(struct nwb__worker *w, uint64_t now)
+{
+    if (now - w->names_at < NAME_REFRESH_NS) {
+        return;
+    }
+    w->names_at = now;
+    for (size_t i = 0; i < w->nrings; i++) {
+        if (!atomic_load_explicit(&w->rings[i]->closed, memory_order_acquire)) {
+            ring_name_read(w->rings[i]);
+        }
+    }
+}
+
 /* ---- records ---- */
 
-static void note_build(struct nwb__worker *w, uint64_t count, uint64_t time_ns, uint64_t thread_id,
-                       nwb_log_record_t *rec)
+static void note_build(struct nwb__worker *w, uint64_t count, uint64_t time_ns,
+                       const struct nwb__ring *r, nwb_log_record_t *rec)
 {
     int n = snprintf(w->msg, NWB_LOG_RECORD_MSG_MAX + 1u,
                      "nwb: dropped %" PRIu64 " record%s here (ring full)", count,
@@ -107,7 +156,9 @@ static void note_build(struct nwb__worker *w, uint64_t count, uint64_t time_ns, 
 
     memset(rec, 0, sizeof(*rec));
     rec->time_ns = time_ns;
-    rec->thread_id = thread_id;
+    rec->thread_id = r->thread_id;
+    rec->thread_name = r->thread_name;
+    rec->thread_name_len = r->thread_name_len;
     rec->level = NWB_LOG_WARNING;
     rec->flags = NWB_LOG_RECORD_DROPNOTE;
     rec->msg = w->msg;
@@ -127,12 +178,14 @@ static void record_build(struct nwb__worker *w, const struct nwb__ring *r, const
         uint64_t count;
 
         memcpy(&count, payload, sizeof(count));
-        note_build(w, count, h->time_ns, r->thread_id, rec);
+        note_build(w, count, h->time_ns, r, rec);
         return;
     }
     memset(rec, 0, sizeof(*rec));
     rec->time_ns = h->time_ns;
     rec->thread_id = r->thread_id;
+    rec->thread_name = r->thread_name;
+    rec->thread_name_len = r->thread_name_len;
     rec->flags = h->flags;
     if (h->type == NWB__REC_ARGS) {
         rec->msg_len = (uint32_t)nwb__fmt_render(site->fmt, payload, h->aux, payload + h->aux,
@@ -273,7 +326,7 @@ static int note_pending(struct nwb_client *c, struct nwb__worker *w, struct nwb_
     if (r->pending_drops == 0) {
         return 0;
     }
-    note_build(w, r->pending_drops, nwb_time_now_ns(), r->thread_id, &rec);
+    note_build(w, r->pending_drops, nwb_time_now_ns(), r, &rec);
     if (c->out->ops->append(c->out, &rec) == NWB_EFULL) {
         return NWB_EFULL;
     }
@@ -499,6 +552,7 @@ static void *worker_main(void *arg)
             w->deadline = nwb_time_mono_ns() + (uint64_t)NWB__CLOSE_DEADLINE_MS * 1000000u;
         }
         refresh_rings(c, w);
+        names_refresh(w, nwb_time_mono_ns());
         flush_begin(c, w);
         moved = w->efull ? 0 : drain_all(c, w);
         now = nwb_time_mono_ns();
@@ -557,6 +611,7 @@ int nwb__worker_start(struct nwb_client *c)
         return -ENOMEM;
     }
     w->cap = 8;
+    w->names_at = nwb_time_mono_ns(); /* new rings have the name they were created with */
     w->rings = nwb_calloc(w->cap, sizeof(*w->rings));
     w->msg = nwb_malloc(NWB_LOG_RECORD_MSG_MAX + 1u);
     if (w->rings == NULL || w->msg == NULL) {

@@ -57,6 +57,11 @@ struct slot {
 
 #define MAX_ADDRS 4
 
+/* Threads a batch names at most (each once, on its first record in the batch); records of
+ * further threads go without a name (counted in names_unsent). Slots: twice that, a power of 2. */
+#define NAMED_MAX   192u
+#define NAMED_SLOTS 512u
+
 struct http_out {
     struct nwb__out base;
     const struct nwb__settings *s;
@@ -68,6 +73,10 @@ struct http_out {
 
     /* the batch being filled */
     struct nwb__batch *open;
+    /* threads whose name the open batch already carries (open addressing, tid + 1; 0 = empty) */
+    uint64_t named[NAMED_SLOTS];
+    unsigned named_count;
+    uint64_t names_unsent; /* records of a named thread sent without its name: the set was full */
     uint64_t open_since;
     uint64_t next_seq;
 
@@ -368,10 +377,43 @@ static int out_settled(struct nwb__out *base)
     return !open_has_records(o) && !unsettled_mem(o);
 }
 
+/*
+ * Keep @p r's thread name only when it is the first record of its thread in the open batch
+ * and the batch names fewer than NAMED_MAX threads; the server remembers it for the rest.
+ * Returns the slot to mark once the record is in the batch, or -1.
+ */
+static long name_once_per_batch(struct http_out *o, nwb_log_record_t *r)
+{
+    const uint64_t key = r->thread_id + 1u;
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 55) & (NAMED_SLOTS - 1u);
+
+    if (r->thread_name_len == 0 || r->thread_name == NULL) {
+        r->thread_name_len = 0;
+        return -1;
+    }
+    if (r->thread_name_len > NWB_LOG_THREAD_NAME_MAX) {
+        r->thread_name_len = NWB_LOG_THREAD_NAME_MAX;
+    }
+    while (o->named[i] != 0) {
+        if (o->named[i] == key) {
+            r->thread_name_len = 0; /* named earlier in this batch */
+            return -1;
+        }
+        i = (i + 1u) & (NAMED_SLOTS - 1u);
+    }
+    if (o->named_count >= NAMED_MAX) {
+        r->thread_name_len = 0;
+        o->names_unsent++;
+        return -1;
+    }
+    return (long)i;
+}
+
 static int out_append(struct nwb__out *base, const nwb_log_record_t *rec)
 {
     struct http_out *o = out_of(base);
     nwb_log_record_t r = *rec;
+    long named_slot;
     size_t need;
 
     if (r.file_len > NWB_LOG_RECORD_FILE_MAX) {
@@ -387,7 +429,8 @@ static int out_append(struct nwb__out *base, const nwb_log_record_t *rec)
     if (r.msg == NULL) {
         r.msg_len = 0;
     }
-    need = nwb_log_record_wire_size(r.file_len, r.msg_len);
+    /* With its name, when it is the first record of its thread in a new batch. */
+    need = nwb_log_record_wire_size(r.file_len, r.msg_len) + 2u + NWB_LOG_THREAD_NAME_MAX;
     if (open_has_records(o) && o->open->len + need > o->batch_bytes) {
         const uint64_t now = nwb_time_mono_ns();
 
@@ -410,12 +453,20 @@ static int out_append(struct nwb__out *base, const nwb_log_record_t *rec)
         }
         nwb_log_batch_header_write(o->open->data);
         o->open->len = NWB_LOG_BATCH_HEADER_SIZE;
+        memset(o->named, 0, sizeof(o->named));
+        o->named_count = 0;
     }
+    named_slot = name_once_per_batch(o, &r);
+    need = nwb_log_record_encoded_size(&r);
     if (o->open->len + need > o->open->cap &&
         nwb__batch_reserve(&o->open, (uint32_t)(o->open->len + need)) != 0) {
         return NWB_EFULL;
     }
     o->open->len += (uint32_t)nwb_log_record_encode(o->open->data + o->open->len, &r);
+    if (named_slot >= 0) {
+        o->named[named_slot] = r.thread_id + 1u;
+        o->named_count++;
+    }
     if (++o->open->records == 1) {
         o->open_since = nwb_time_mono_ns();
     }

@@ -36,11 +36,12 @@ void nwb_log_batch_header_finish(uint8_t *batch, uint32_t record_count, uint32_t
 
 size_t nwb_log_record_encode(uint8_t *dst, const nwb_log_record_t *rec)
 {
-    const size_t size = nwb_log_record_wire_size(rec->file_len, rec->msg_len);
+    const size_t size = nwb_log_record_encoded_size(rec);
+    const size_t body = nwb_log_record_wire_size(rec->file_len, rec->msg_len);
 
     nwb_le32_store(dst, (uint32_t)size);
     dst[4] = rec->level;
-    dst[5] = rec->flags;
+    dst[5] = (uint8_t)(rec->flags & ~NWB_LOG_RECORD_TAGGED);
     nwb_le16_store(dst + 6, rec->file_len);
     nwb_le64_store(dst + 8, rec->time_ns);
     nwb_le64_store(dst + 16, rec->thread_id);
@@ -52,6 +53,12 @@ size_t nwb_log_record_encode(uint8_t *dst, const nwb_log_record_t *rec)
     if (rec->msg_len > 0) {
         memcpy(dst + NWB_LOG_RECORD_HEADER_SIZE + rec->file_len, rec->msg, rec->msg_len);
     }
+    if (rec->thread_name_len > 0) {
+        dst[5] |= NWB_LOG_RECORD_TAGGED;
+        dst[body] = NWB_LOG_TAG_THREAD_NAME;
+        dst[body + 1] = rec->thread_name_len;
+        memcpy(dst + body + 2, rec->thread_name, rec->thread_name_len);
+    }
     return size;
 }
 
@@ -59,6 +66,41 @@ static int fail(nwb_log_batch_reader_t *r, int code, const char *why)
 {
     r->why = why;
     return code;
+}
+
+/*
+ * The tagged fields of a TAGGED record, @p p .. @p end: each u8 tag, u8 len, len bytes, ending
+ * exactly at @p end. Sets @p out's thread name; returns 0 or a code with r->why and r->off
+ * (the bad field's offset) set.
+ */
+static int tags_parse(nwb_log_batch_reader_t *r, const uint8_t *p, const uint8_t *end,
+                      nwb_log_record_t *out)
+{
+    while (p < end) {
+        const size_t left = (size_t)(end - p);
+        unsigned tag, len;
+
+        if (left < 2) {
+            r->off = (size_t)(p - r->data);
+            return fail(r, NWB_ETRUNCATED, "tagged field header runs past record_size");
+        }
+        tag = p[0];
+        len = p[1];
+        if (len > left - 2) {
+            r->off = (size_t)(p - r->data);
+            return fail(r, NWB_ETRUNCATED, "tagged field runs past record_size");
+        }
+        if (tag == NWB_LOG_TAG_THREAD_NAME) {
+            if (len == 0 || len > NWB_LOG_THREAD_NAME_MAX) {
+                r->off = (size_t)(p - r->data);
+                return fail(r, NWB_ERANGE, "thread name not 1 to 15 bytes");
+            }
+            out->thread_name = (const char *)p + 2;
+            out->thread_name_len = (uint8_t)len;
+        }
+        p += 2 + len; /* unknown tags: skipped by their length */
+    }
+    return 0;
 }
 
 int nwb_log_batch_reader_init(nwb_log_batch_reader_t *r, const void *data, size_t len)
@@ -144,6 +186,17 @@ int nwb_log_batch_reader_next(nwb_log_batch_reader_t *r, nwb_log_record_t *out)
     }
     out->file = (const char *)p + NWB_LOG_RECORD_HEADER_SIZE;
     out->msg = out->file + out->file_len;
+    out->thread_name = NULL;
+    out->thread_name_len = 0;
+    if (out->flags & NWB_LOG_RECORD_TAGGED) {
+        const size_t at = r->off;
+        const int rc = tags_parse(r, (const uint8_t *)out->msg + out->msg_len, p + size, out);
+
+        if (rc != 0) {
+            return rc;
+        }
+        r->off = at;
+    }
     r->off += size;
     r->index++;
     return 1;

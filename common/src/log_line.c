@@ -291,13 +291,41 @@ static char *put_escaped(char *p, const char *limit, const char *s, size_t len)
 static const char *const level_text[NWB_LOG_LEVEL_COUNT] = {"INFO    ", "WARNING ", "ERROR   ",
                                                             "FATAL   "};
 
-/* "LEVEL   THREAD PROGRAM " at @p p. */
-static char *put_prefix(char *p, unsigned level, uint64_t thread, const char *program,
+/* "[NAME]" at @p p, with the bytes that could end the field or the line escaped. */
+static char *put_thread_name(char *p, const char *name, size_t len)
+{
+    *p++ = '[';
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char c = (unsigned char)name[i];
+
+        if (c <= 0x20 || c == 0x7f || c == '[' || c == ']') {
+            static const char hex[] = "0123456789abcdef";
+
+            *p++ = '\\';
+            *p++ = 'x';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        } else {
+            *p++ = (char)c;
+        }
+    }
+    *p++ = ']';
+    return p;
+}
+
+/* "LEVEL   THREAD[NAME] PROGRAM " at @p p. */
+static char *put_prefix(char *p, unsigned level, const nwb_log_record_t *rec, const char *program,
                         size_t program_len)
 {
     memcpy(p, level_text[level], 8);
     p += 8;
-    p = put_u64(p, thread);
+    p = put_u64(p, rec->thread_id);
+    if (rec->thread_name_len > 0) {
+        p = put_thread_name(p, rec->thread_name,
+                            rec->thread_name_len < NWB_LOG_THREAD_NAME_MAX
+                                ? rec->thread_name_len
+                                : NWB_LOG_THREAD_NAME_MAX);
+    }
     *p++ = ' ';
     memcpy(p, program, program_len);
     p += program_len;
@@ -305,11 +333,15 @@ static char *put_prefix(char *p, unsigned level, uint64_t thread, const char *pr
     return p;
 }
 
-/* The cached prefix for (level, thread), made on a miss; NULL when the program is too long. */
+/* The cached prefix for (level, thread, name), made on a miss; NULL when it would not fit. */
 static inline NWB_ALWAYS_INLINE const struct nwb_log_line_prefix *
-prefix_get(nwb_log_line_clock_t *clock, unsigned level, uint64_t thread, const char *program,
-           size_t program_len)
+prefix_get(nwb_log_line_clock_t *clock, unsigned level, const nwb_log_record_t *rec,
+           const char *program, size_t program_len)
 {
+    const uint64_t thread = rec->thread_id;
+    const size_t name_len = rec->thread_name_len < NWB_LOG_THREAD_NAME_MAX
+                                ? rec->thread_name_len
+                                : NWB_LOG_THREAD_NAME_MAX;
     struct nwb_log_line_prefix *slot;
 
     if (clock->prefix_program != program || clock->prefix_program_len != program_len) {
@@ -319,16 +351,22 @@ prefix_get(nwb_log_line_clock_t *clock, unsigned level, uint64_t thread, const c
         clock->prefix_program = program;
         clock->prefix_program_len = program_len;
     }
-    /* 8 + 20 + 2 bytes besides the program. */
-    if (program_len > NWB_LOG_LINE_PREFIX_MAX - 30u) {
+    /* 8 + 20 + 2 bytes besides the program and the name (escaped: at most 2 + 4 per byte). */
+    if (program_len + (name_len > 0 ? 2u + 4u * name_len : 0u) > NWB_LOG_LINE_PREFIX_MAX - 30u) {
         return NULL;
     }
     slot = &clock->prefix[(thread ^ (thread >> 7) ^ level) % NWB_LOG_LINE_PREFIX_SLOTS];
-    if (slot->len == 0 || slot->thread != thread || slot->level != level) {
+    if (slot->len == 0 || slot->thread != thread || slot->level != level ||
+        slot->name_len != name_len ||
+        (name_len > 0 && memcmp(slot->name, rec->thread_name, name_len) != 0)) {
         slot->len =
-            (uint32_t)(put_prefix(slot->text, level, thread, program, program_len) - slot->text);
+            (uint32_t)(put_prefix(slot->text, level, rec, program, program_len) - slot->text);
         slot->thread = thread;
         slot->level = (uint8_t)level;
+        slot->name_len = (uint8_t)name_len;
+        if (name_len > 0) {
+            memcpy(slot->name, rec->thread_name, name_len);
+        }
     }
     return slot;
 }
@@ -352,12 +390,12 @@ static inline NWB_ALWAYS_INLINE char *put_head(char *dst, const char *limit,
     p = put_nine(p + 20, nsec);
     *p++ = 'Z';
     *p++ = ' ';
-    pre = prefix_get(clock, level, rec->thread_id, program, program_len);
+    pre = prefix_get(clock, level, rec, program, program_len);
     if (pre == NULL) {
-        p = put_prefix(p, level, rec->thread_id, program, program_len);
+        p = put_prefix(p, level, rec, program, program_len);
     } else {
-        if (limit - p >= (ptrdiff_t)NWB_LOG_LINE_PREFIX_MAX) {
-            memcpy(p, pre->text, NWB_LOG_LINE_PREFIX_MAX); /* one fixed-size copy */
+        if (pre->len <= 64u && limit - p >= 64) {
+            memcpy(p, pre->text, 64u); /* one fixed-size copy */
         } else {
             memcpy(p, pre->text, pre->len);
         }

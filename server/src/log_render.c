@@ -14,6 +14,7 @@
 #include "nwb/error.h"
 #include "nwb/log.h"
 #include "server_int.h"
+#include "thread_names.h"
 
 void nwb__rec_iter_batch(struct nwb__rec_iter *it, const void *body, size_t len)
 {
@@ -107,6 +108,27 @@ void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *na
     rd->names = names;
 }
 
+void nwb__render_set_thread_names(struct nwb__render *rd, struct nwb__thread_names *map)
+{
+    rd->thread_names = map;
+}
+
+/* Record @p rec's tagged name in the run's map, then give @p rec the name its tid has there. */
+static void thread_name_apply(struct nwb__render *rd, nwb_log_record_t *rec)
+{
+    if (rd->thread_names == NULL) {
+        rec->thread_name = NULL;
+        rec->thread_name_len = 0;
+        return;
+    }
+    if (rec->thread_name_len > 0) {
+        (void)nwb__thread_names_set(rd->thread_names, rec->thread_id, rec->thread_name,
+                                    rec->thread_name_len); /* full: counted, tid alone */
+    }
+    rec->thread_name = nwb__thread_names_get(rd->thread_names, rec->thread_id,
+                                             &rec->thread_name_len);
+}
+
 int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,
                      size_t *len, int *end)
 {
@@ -131,6 +153,7 @@ int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf
                 *end = 1;
                 break;
             }
+            thread_name_apply(rd, &rec);
         }
         if (cap - used >= nwb_log_line_max(&rec, rd->program_len)) {
             /* With names, the #tokens are decoded in the formatter's own scan; 0 when the

@@ -94,6 +94,7 @@ static void job_process(struct nwb__log_worker *w, struct nwb__log_job *job)
     }
     nwb__render_init(&rd, job->program, job->program_len);
     nwb__render_set_names(&rd, w->names != NULL ? w->names->table : NULL);
+    nwb__render_set_thread_names(&rd, nwb__run_thread_names(run));
     nwb__run_batch_begin(run, job->has_seq, job->seq);
     while (!end) {
         err = nwb__render_fill(&rd, &it, w->buf, NWB__RENDER_BUF_SIZE, &len, &end);

@@ -22,6 +22,7 @@
 #include "nwb/error.h"
 #include "nwb/file_io.h"
 #include "server_int.h"
+#include "thread_names.h"
 
 /*
  * .nwb-state (48 bytes, little-endian), rewritten with one pwrite at offset
@@ -63,6 +64,8 @@ struct nwb__run {
     /* #tokens in the records written while the run was open (guarded by stats_mu) */
     uint64_t tok_decoded;
     uint64_t tok_unknown;
+    /* thread names from the records (log worker only); made at the first name, NULL before */
+    struct nwb__thread_names *thread_names;
 };
 
 struct nwb__run_store {
@@ -181,6 +184,7 @@ static void run_free(struct nwb__run *r)
     if (r->state_fd >= 0) {
         close(r->state_fd);
     }
+    nwb__thread_names_destroy(r->thread_names);
     nwb_free(r);
 }
 
@@ -552,6 +556,14 @@ void nwb__run_batch_commit(struct nwb__run *r)
         nwb__console("runs/%s: writing works again", r->dir);
         r->reported_err = 0;
     }
+}
+
+struct nwb__thread_names *nwb__run_thread_names(struct nwb__run *r)
+{
+    if (r->thread_names == NULL) {
+        r->thread_names = nwb__thread_names_create(); /* NULL: lines go without names */
+    }
+    return r->thread_names;
 }
 
 uint64_t nwb__run_log_size(const struct nwb__run *r)

@@ -569,6 +569,9 @@ const char *nwb__run_dir_name(const struct nwb__run *r);
 
 /* log.txt's size in bytes: what has been committed (and a batch being written, while it is). */
 uint64_t nwb__run_log_size(const struct nwb__run *r);
+/* The run's thread-name map (thread_names.h), made on first use while the run is open (an
+ * evicted run forgets it); NULL when out of memory. Log worker thread only. */
+struct nwb__thread_names *nwb__run_thread_names(struct nwb__run *r);
 
 /* Test support: the last seq the store holds for @p r (has: 0 when none). */
 uint64_t nwb__run_last_seq(const struct nwb__run *r, int *has);
@@ -618,6 +621,8 @@ struct nwb__render {
     /* name-symbol decoding (nwb__render_set_names) */
     const nwb_namesym_table_t *names;
     uint64_t decoded, unknown;
+    /* the run's thread names (nwb__render_set_thread_names); NULL: lines show the tid alone */
+    struct nwb__thread_names *thread_names;
 };
 
 void nwb__render_init(struct nwb__render *rd, const char *program, size_t program_len);
@@ -628,6 +633,12 @@ void nwb__render_init(struct nwb__render *rd, const char *program, size_t progra
  * NWB__DECODE_MSG_MAX); file names are never changed.
  */
 void nwb__render_set_names(struct nwb__render *rd, const nwb_namesym_table_t *names);
+
+/*
+ * Learn thread names from the records' tags into @p map (borrowed) and write
+ * each line's thread as `tid[name]` when @p map knows the tid.
+ */
+void nwb__render_set_thread_names(struct nwb__render *rd, struct nwb__thread_names *map);
 
 /*
  * Format records from @p it into @p buf (@p cap >= one largest line, with the

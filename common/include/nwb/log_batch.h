@@ -34,6 +34,15 @@ extern "C" {
 #define NWB_LOG_RECORD_ESSENTIAL 0x01u /* from an ESSENTIAL call */
 #define NWB_LOG_RECORD_TRUNCATED 0x02u /* the message was cut to fit a bound */
 #define NWB_LOG_RECORD_DROPNOTE  0x04u /* a "records dropped here" line made by the client */
+/* Tagged fields (u8 tag, u8 len, len bytes) fill the record from the end of the message to
+ * record_size. Without this flag the bytes there are an unknown extension and skipped; an old
+ * reader ignores the flag and skips them by record_size. */
+#define NWB_LOG_RECORD_TAGGED 0x08u
+
+/* Tags of the tagged fields. Unknown tags are skipped by their length. */
+#define NWB_LOG_TAG_THREAD_NAME 1u /* the thread's name (the kernel's comm), 1..15 bytes */
+/** Longest thread name a tag carries (the kernel's comm without its NUL). */
+#define NWB_LOG_THREAD_NAME_MAX 15u
 
 /** A decoded record. Pointers are borrowed from the batch buffer. */
 typedef struct nwb_log_record {
@@ -46,21 +55,33 @@ typedef struct nwb_log_record {
     uint32_t msg_len;
     const char *file; /* not NUL-terminated; may be empty */
     const char *msg;  /* not NUL-terminated */
+    /* The thread's name (NWB_LOG_TAG_THREAD_NAME), not NUL-terminated and untrusted when read
+     * from a batch; thread_name_len 0 = none. The encoder writes the tag when it is set. */
+    const char *thread_name;
+    uint8_t thread_name_len; /* at most NWB_LOG_THREAD_NAME_MAX */
 } nwb_log_record_t;
 
-/** Bytes one record takes on the wire (file and msg lengths already bounded). */
+/** Bytes one record takes on the wire (file and msg lengths already bounded), no tags. */
 static inline size_t nwb_log_record_wire_size(size_t file_len, size_t msg_len)
 {
     return NWB_LOG_RECORD_HEADER_SIZE + file_len + msg_len;
+}
+
+/** Bytes @p rec takes on the wire with its tagged fields (a thread name when it has one). */
+static inline size_t nwb_log_record_encoded_size(const nwb_log_record_t *rec)
+{
+    return nwb_log_record_wire_size(rec->file_len, rec->msg_len) +
+           (rec->thread_name_len > 0 ? 2u + (size_t)rec->thread_name_len : 0u);
 }
 
 /** Write an empty batch header into @p dst (NWB_LOG_BATCH_HEADER_SIZE bytes). */
 NWB_API void nwb_log_batch_header_write(uint8_t *dst);
 
 /**
- * Encode @p rec at @p dst, which has room for nwb_log_record_wire_size().
- * file_len and msg_len must already be within the bounds above. Returns the
- * bytes written.
+ * Encode @p rec at @p dst, which has room for nwb_log_record_encoded_size().
+ * file_len, msg_len and thread_name_len must already be within the bounds
+ * above. A thread name is written as a tagged field and sets
+ * NWB_LOG_RECORD_TAGGED. Returns the bytes written.
  */
 NWB_API size_t nwb_log_record_encode(uint8_t *dst, const nwb_log_record_t *rec);
 

@@ -4,10 +4,12 @@
  * per-run log.txt and the client's standalone log file, so both write the
  * same lines:
  *
- *   2026-12-01T07:34:00.123456789Z INFO    4242 mygame main.c:42: message
+ *   2026-12-01T07:34:00.123456789Z INFO    4242[render] mygame main.c:42: message
  *
  * Time is UTC with nanoseconds; the level is padded to 7 columns; then the
- * thread id, the program, "file:line:" when the record has a source file,
+ * thread id with the thread's name in brackets when the record has one (a
+ * control byte, DEL, space, '[' or ']' in the name written as \xNN, so the
+ * field cannot end early or be forged), the program, "file:line:" when the record has a source file,
  * and the message. Control bytes in the message (and a CR or LF) are escaped
  * (\n, \r, \xNN) so every record is exactly one line.
  */
@@ -24,16 +26,20 @@
 extern "C" {
 #endif
 
-/** Bytes of "LEVEL   THREAD PROGRAM " nwb_log_line_format() caches; longer prefixes are built. */
-#define NWB_LOG_LINE_PREFIX_MAX 64u
+/** Bytes of "LEVEL   THREAD[NAME] PROGRAM " nwb_log_line_format() caches; longer ones are built. */
+#define NWB_LOG_LINE_PREFIX_MAX 128u
+/** Bytes a thread name takes in a line at most: '[', 4 per byte escaped, ']'. */
+#define NWB_LOG_LINE_NAME_MAX (2u + 4u * NWB_LOG_THREAD_NAME_MAX)
 /** Prefixes cached at once (direct-mapped by thread id and level). */
 #define NWB_LOG_LINE_PREFIX_SLOTS 8u
 
-/** One cached "LEVEL   THREAD PROGRAM " text; len 0 when the slot is empty. */
+/** One cached "LEVEL   THREAD[NAME] PROGRAM " text; len 0 when the slot is empty. */
 struct nwb_log_line_prefix {
     uint64_t thread;
     uint32_t len;
     uint8_t level;
+    uint8_t name_len;                    /* the raw thread name the text was made with */
+    char name[NWB_LOG_THREAD_NAME_MAX];
     char text[NWB_LOG_LINE_PREFIX_MAX];
 };
 
@@ -57,7 +63,7 @@ typedef struct nwb_log_line_clock {
         -1, {0}, NULL, 0,                                                                          \
         {                                                                                          \
             {                                                                                      \
-                0, 0, 0,                                                                           \
+                0, 0, 0, 0, {0},                                                                   \
                 {                                                                                  \
                     0                                                                              \
                 }                                                                                  \
@@ -65,8 +71,8 @@ typedef struct nwb_log_line_clock {
         }                                                                                          \
     }
 
-/** Fixed bytes a line can take besides program, file and the escaped message. */
-#define NWB_LOG_LINE_FIXED_MAX 96u
+/** Fixed bytes a line can take besides program, file and the escaped message (name included). */
+#define NWB_LOG_LINE_FIXED_MAX (96u + NWB_LOG_LINE_NAME_MAX)
 
 /**
  * The largest line @p rec can produce with a program name of @p program_len
