@@ -65,11 +65,11 @@ struct nwb__ring {
 
     /* Fixed after creation, or rarely written. */
     _Alignas(64) uint8_t *buf;
-    uint64_t cap;           /* power of two */
-    uint64_t mask;          /* cap - 1 */
-    uint32_t rec_max;       /* largest record accepted: min(cap / 2, header + 64 KiB + 8) */
-    atomic_int closed;      /* its thread exited: free once drained */
-    uint64_t thread_id;     /* gettid() of the producer */
+    uint64_t cap;       /* power of two */
+    uint64_t mask;      /* cap - 1 */
+    uint32_t rec_max;   /* largest record accepted: min(cap / 2, header + 64 KiB + 8) */
+    atomic_int closed;  /* its thread exited: free once drained */
+    uint64_t thread_id; /* gettid() of the producer */
     /* The thread's name: set by the producer when it makes the ring (PR_GET_NAME), then
      * written by the worker only (names_refresh(), from /proc). Not NUL-terminated. */
     char thread_name[NWB_LOG_THREAD_NAME_MAX];

@@ -125,8 +125,8 @@ static void thread_name_apply(struct nwb__render *rd, nwb_log_record_t *rec)
         (void)nwb__thread_names_set(rd->thread_names, rec->thread_id, rec->thread_name,
                                     rec->thread_name_len); /* full: counted, tid alone */
     }
-    rec->thread_name = nwb__thread_names_get(rd->thread_names, rec->thread_id,
-                                             &rec->thread_name_len);
+    rec->thread_name =
+        nwb__thread_names_get(rd->thread_names, rec->thread_id, &rec->thread_name_len);
 }
 
 int nwb__render_fill(struct nwb__render *rd, struct nwb__rec_iter *it, char *buf, size_t cap,

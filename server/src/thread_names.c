@@ -51,8 +51,8 @@ static size_t slot_of(uint64_t tid)
     return (size_t)(tid & (SLOTS - 1u));
 }
 
-/* The slot of @p tid, or the empty slot where it would go. */
-static struct name_slot *find(const struct nwb__thread_names *m, uint64_t tid)
+/* The index of @p tid's slot, or of the empty slot where it would go. */
+static size_t find(const struct nwb__thread_names *m, uint64_t tid)
 {
     size_t i = slot_of(tid);
 
@@ -60,12 +60,12 @@ static struct name_slot *find(const struct nwb__thread_names *m, uint64_t tid)
     while (m->slot[i].used && m->slot[i].tid != tid) {
         i = (i + 1u) & (SLOTS - 1u);
     }
-    return (struct name_slot *)&m->slot[i];
+    return i;
 }
 
 int nwb__thread_names_set(struct nwb__thread_names *m, uint64_t tid, const char *name, size_t len)
 {
-    struct name_slot *s = find(m, tid);
+    struct name_slot *s = &m->slot[find(m, tid)];
 
     if (!s->used) {
         if (m->count >= NWB__THREAD_NAMES_MAX) {
@@ -86,7 +86,7 @@ int nwb__thread_names_set(struct nwb__thread_names *m, uint64_t tid, const char 
 
 const char *nwb__thread_names_get(const struct nwb__thread_names *m, uint64_t tid, uint8_t *len)
 {
-    const struct name_slot *s = find(m, tid);
+    const struct name_slot *s = &m->slot[find(m, tid)];
 
     if (!s->used || s->len == 0) {
         *len = 0;

@@ -54,14 +54,26 @@ static void check_record(const nwb_log_record_t *rec, const uint8_t *data, size_
     FUZZ_CHECK((uintptr_t)rec->file + rec->file_len <= hi);
     FUZZ_CHECK((uintptr_t)rec->msg == (uintptr_t)rec->file + rec->file_len);
     FUZZ_CHECK((uintptr_t)rec->msg + rec->msg_len <= hi);
+    if (rec->thread_name_len > 0) {
+        FUZZ_CHECK(rec->flags & NWB_LOG_RECORD_TAGGED);
+        FUZZ_CHECK(rec->thread_name_len <= NWB_LOG_THREAD_NAME_MAX);
+        FUZZ_CHECK((uintptr_t)rec->thread_name >= (uintptr_t)rec->msg + rec->msg_len);
+        FUZZ_CHECK((uintptr_t)rec->thread_name + rec->thread_name_len <= hi);
+    } else {
+        FUZZ_CHECK(rec->thread_name == NULL);
+    }
 }
 
 static int records_equal(const nwb_log_record_t *a, const nwb_log_record_t *b)
 {
     return a->time_ns == b->time_ns && a->thread_id == b->thread_id && a->line == b->line &&
-           a->level == b->level && a->flags == b->flags && a->file_len == b->file_len &&
-           a->msg_len == b->msg_len && memcmp(a->file, b->file, a->file_len) == 0 &&
-           memcmp(a->msg, b->msg, a->msg_len) == 0;
+           a->level == b->level &&
+           (a->flags & ~NWB_LOG_RECORD_TAGGED) == (b->flags & ~NWB_LOG_RECORD_TAGGED) &&
+           a->file_len == b->file_len && a->msg_len == b->msg_len &&
+           memcmp(a->file, b->file, a->file_len) == 0 && memcmp(a->msg, b->msg, a->msg_len) == 0 &&
+           a->thread_name_len == b->thread_name_len &&
+           (a->thread_name_len == 0 ||
+            memcmp(a->thread_name, b->thread_name, a->thread_name_len) == 0);
 }
 
 /* Both batches must decode completely to the same records. */
@@ -120,12 +132,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         check_record(&rec, data, size);
         FUZZ_CHECK(r.off > rec_off && r.off <= size);
-        wire = nwb_log_record_wire_size(rec.file_len, rec.msg_len);
+        wire = nwb_log_record_encoded_size(&rec);
         if (wire != nwb_le32_load(data + rec_off)) {
             canonical = 0; /* the record carries extension bytes the reader skipped */
         }
         FUZZ_CHECK(out_len + wire <= size);
         FUZZ_CHECK(nwb_log_record_encode(out + out_len, &rec) == wire);
+        if (wire == nwb_le32_load(data + rec_off) && memcmp(out + out_len, data + rec_off, wire)) {
+            canonical = 0; /* same size, other bytes: unknown tags, or TAGGED with no name */
+        }
         out_len += wire;
     }
     if (rc != 0) {

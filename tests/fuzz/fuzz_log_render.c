@@ -245,7 +245,9 @@ static size_t make_batch(uint8_t *out, const char *const *msgs, size_t n)
                               6,
                               0,
                               "main.c",
-                              msgs[i]};
+                              msgs[i],
+                              NULL,
+                              0};
 
         r.msg_len = (uint32_t)strlen(msgs[i]);
         used += nwb_log_record_encode(out + used, &r);

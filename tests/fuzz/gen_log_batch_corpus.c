@@ -66,6 +66,15 @@ static size_t add_str(struct batch *b, int level, unsigned flags, const char *fi
     return batch_add(b, level, flags, file, strlen(file), msg, strlen(msg));
 }
 
+/* Appends @p len raw bytes of tagged fields to the record at @p off (the last one), sets TAGGED. */
+static void tags_add(struct batch *b, size_t off, const void *tags, size_t len)
+{
+    memcpy(buf + b->len, tags, len);
+    b->len += len;
+    nwb_le32_store(buf + off, nwb_le32_load(buf + off) + (uint32_t)len);
+    buf[off + 5] |= NWB_LOG_RECORD_TAGGED;
+}
+
 static void batch_finish(const struct batch *b)
 {
     nwb_log_batch_header_finish(buf, b->count, (uint32_t)(b->len - NWB_LOG_BATCH_HEADER_SIZE));
@@ -186,6 +195,79 @@ int main(int argc, char **argv)
     add_str(&b, NWB_LOG_ERROR, 0, "y.c", "plain");
     batch_finish(&b);
     emit("valid_ext_record", buf, b.len);
+
+    /* ---- tagged fields (thread names) ---- */
+    {
+        nwb_log_record_t rec;
+
+        batch_start(&b);
+        memset(&rec, 0, sizeof(rec));
+        rec.thread_id = 77;
+        rec.msg = "named";
+        rec.msg_len = 5;
+        rec.thread_name = "render-worker15"; /* 15 bytes: the longest */
+        rec.thread_name_len = 15;
+        b.len += nwb_log_record_encode(buf + b.len, &rec);
+        b.count++;
+        rec.thread_name = "r";
+        rec.thread_name_len = 1;
+        b.len += nwb_log_record_encode(buf + b.len, &rec);
+        b.count++;
+        add_str(&b, NWB_LOG_INFO, 0, "x.c", "no name");
+        batch_finish(&b);
+        emit("valid_tag_name", buf, b.len);
+    }
+    {
+        const uint8_t unknown_then_name[] = {9, 3, 'a', 'b', 'c', 1, 4, 'm', 'a', 'i', 'n', 200, 0};
+        const uint8_t name16[] = {1,   16,  'a', 'b', 'c', 'd', 'e', 'f', 'g',
+                                  'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'};
+        const uint8_t name0[] = {1, 0};
+        const uint8_t runs_past[] = {1, 9, 'a', 'b'};
+        const uint8_t half_header[] = {1};
+        const uint8_t ctl_name[] = {1, 5, '[', ']', ' ', '\n', 0x7f};
+        size_t off;
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "unknown tags skipped");
+        tags_add(&b, off, unknown_then_name, sizeof(unknown_then_name));
+        batch_finish(&b);
+        emit("valid_tag_unknown", buf, b.len);
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "forged name");
+        tags_add(&b, off, ctl_name, sizeof(ctl_name));
+        batch_finish(&b);
+        emit("valid_tag_name_escapes", buf, b.len);
+
+        batch_start(&b);
+        add_str(&b, NWB_LOG_INFO, NWB_LOG_RECORD_TAGGED, "x.c", "tagged, no fields");
+        batch_finish(&b);
+        emit("valid_tag_none", buf, b.len);
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "16-byte name");
+        tags_add(&b, off, name16, sizeof(name16));
+        batch_finish(&b);
+        emit("bad_tag_name_16", buf, b.len);
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "empty name");
+        tags_add(&b, off, name0, sizeof(name0));
+        batch_finish(&b);
+        emit("bad_tag_name_empty", buf, b.len);
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "field runs past");
+        tags_add(&b, off, runs_past, sizeof(runs_past));
+        batch_finish(&b);
+        emit("trunc_tag_field", buf, b.len);
+
+        batch_start(&b);
+        off = add_str(&b, NWB_LOG_INFO, 0, "x.c", "half a tag header");
+        tags_add(&b, off, half_header, sizeof(half_header));
+        batch_finish(&b);
+        emit("trunc_tag_header", buf, b.len);
+    }
 
     /* ---- truncated ---- */
     make_three(&b);

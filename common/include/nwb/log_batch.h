@@ -103,8 +103,7 @@ typedef struct nwb_log_batch_reader {
  * Check the header. Returns 0, or NWB_EMAGIC, NWB_EVERSION, NWB_ETRUNCATED,
  * NWB_ERANGE (header sizes disagree with @p len); reader->why says which.
  */
-NWB_API int nwb_log_batch_reader_init(nwb_log_batch_reader_t *reader, const void *data,
-                                      size_t len);
+NWB_API int nwb_log_batch_reader_init(nwb_log_batch_reader_t *reader, const void *data, size_t len);
 
 /**
  * Decode the next record into @p out. Returns 1 when a record was decoded, 0

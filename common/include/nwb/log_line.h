@@ -9,8 +9,8 @@
  * Time is UTC with nanoseconds; the level is padded to 7 columns; then the
  * thread id with the thread's name in brackets when the record has one (a
  * control byte, DEL, space, '[' or ']' in the name written as \xNN, so the
- * field cannot end early or be forged), the program, "file:line:" when the record has a source file,
- * and the message. Control bytes in the message (and a CR or LF) are escaped
+ * field cannot end early or be forged), the program, "file:line:" when the record has a source
+ * file, and the message. Control bytes in the message (and a CR or LF) are escaped
  * (\n, \r, \xNN) so every record is exactly one line.
  */
 #ifndef NWB_LOG_LINE_H
@@ -38,7 +38,7 @@ struct nwb_log_line_prefix {
     uint64_t thread;
     uint32_t len;
     uint8_t level;
-    uint8_t name_len;                    /* the raw thread name the text was made with */
+    uint8_t name_len; /* the raw thread name the text was made with */
     char name[NWB_LOG_THREAD_NAME_MAX];
     char text[NWB_LOG_LINE_PREFIX_MAX];
 };
