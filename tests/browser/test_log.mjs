@@ -5,7 +5,7 @@
 // request has ?limit= or ?tail=), a bounded number of DOM rows, ?offset= and a scrollbar drag to
 // the middle show the right bytes (checked against log.txt on disk), the wheel moves by lines;
 // the level filter and the search (in the lines held, and by range reads beyond them); a gap
-// line and an undecoded name token are marked. No console error or CSP violation; screenshot.
+// line and an undecoded name token are marked; a thread's name is in the thread column. No console error or CSP violation; screenshot.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -273,7 +273,7 @@ test('the level filter and the search, within the lines held and beyond them', a
 test('gap lines and undecoded name tokens are marked', async () => {
     const { server, browser } = ctx;
     await postBatch(server, 'marked', 'm1', [
-        { level: 0, msg: 'loading level 3: 812 entities' },
+        { level: 0, msg: 'loading level 3: 812 entities', threadName: 'render' },
         { level: 1, msg: 'frame 193 took 30.3 ms (budget 16.7 ms)' },
         { level: 1, flags: DROPNOTE, msg: 'nwb: dropped 17 records here (ring full)' },
         { level: 0, msg: 'arena #0123456789abcdef grew to 2031616 bytes' },
@@ -290,6 +290,12 @@ test('gap lines and undecoded name tokens are marked', async () => {
     assert.equal(await page.$$eval('#log-rows .log-row.log-drop', (r) => r.length), 1);
     assert.equal(await page.textContent('#log-rows .log-token-unknown'), '#0123456789abcdef');
     assert.equal(await page.$$eval('#log-rows mark', (m) => m.length), 2, 'the ?q= search is highlighted');
+    // The thread column shows the thread's name from log.txt's "4242[render]" (every line of
+    // thread 4242: the server remembers the name for the run).
+    assert.deepEqual(
+        [...new Set(await page.$$eval('#log-rows .log-thread', (t) => t.map((x) => x.textContent)))],
+        ['4242 render'],
+    );
     assert.deepEqual(await page.$$eval('#log-rows .log-row', (r) => r.map((x) => x.dataset.level)), [
         'INFO',
         'WARNING',

@@ -92,21 +92,24 @@ export async function postText(server, program, runId, text) {
 
 /**
  * POST a binary log batch (docs/protocol.md, "Log-batch format v1") of @p records
- * [{level: 0..3, flags, msg}] as program @p program, run @p runId.
+ * [{level: 0..3, flags, msg, threadName}] as program @p program, run @p runId; a threadName
+ * (1..15 bytes) goes in a tagged field (TAGGED flag 0x08, tag 1).
  */
 export async function postBatch(server, program, runId, records) {
     const parts = records.map((r) => {
         const msg = Buffer.from(r.msg);
+        const name = r.threadName ? Buffer.from(r.threadName) : null;
+        const tags = name ? Buffer.concat([Buffer.from([1, name.length]), name]) : Buffer.alloc(0);
         const head = Buffer.alloc(32);
-        head.writeUInt32LE(32 + msg.length, 0);
+        head.writeUInt32LE(32 + msg.length + tags.length, 0);
         head.writeUInt8(r.level ?? 0, 4);
-        head.writeUInt8(r.flags ?? 0, 5);
+        head.writeUInt8((r.flags ?? 0) | (name ? 0x08 : 0), 5);
         head.writeUInt16LE(0, 6);
         head.writeBigUInt64LE(BigInt(Date.now()) * 1000000n, 8);
         head.writeBigUInt64LE(4242n, 16);
         head.writeUInt32LE(0, 24);
         head.writeUInt32LE(msg.length, 28);
-        return Buffer.concat([head, msg]);
+        return Buffer.concat([head, msg, tags]);
     });
     const payload = Buffer.concat(parts);
     const header = Buffer.alloc(16);

@@ -1,7 +1,8 @@
 // views/log_lines.js - one line of a run's log.txt as the log view shows it. The server writes
-// "2026-12-01T07:34:00.123456789Z WARNING 4242 mygame main.c:42: message" (docs/protocol.md,
-// "Log-batch format v1"): time, level, thread, program, then the message with control bytes
-// escaped. Marked: gap lines ("nwb: dropped N records here (ring full)", which the client puts
+// "2026-12-01T07:34:00.123456789Z WARNING 4242[render] mygame main.c:42: message"
+// (docs/protocol.md, "Log-batch format v1"): time, level, thread id with the thread's name in
+// brackets when the client sent one (no space or bracket in it: escaped as \xNN), program, then
+// the message with control bytes escaped. Marked: gap lines ("nwb: dropped N records here (ring full)", which the client puts
 // where it lost records) and name tokens the server could not decode ("#" + 16 lowercase hex
 // digits left as sent: no .namesym sidecar knew them). Search matches are <mark>ed. Text only.
 
@@ -14,13 +15,15 @@ const RANK = new Map(LEVELS.map((l, i) => [l, i]));
 /** Characters of a line drawn in its row; the rest is in the line's detail (click it). */
 export const ROW_CHARS = 2000;
 
-const LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) (INFO|WARNING|ERROR|FATAL) +(\d+) (\S+) ?/;
+const LINE =
+    /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) (INFO|WARNING|ERROR|FATAL) +(\d+)(?:\[([^\]\s]+)\])? (\S+) ?/;
 const DROP = /^nwb: dropped [0-9]+ records? here\b/;
 // A name token the server left as it was: not after a '#', not followed by a further hex digit.
 const UNKNOWN_TOKEN = /(?<!#)#[0-9a-f]{16}(?![0-9a-f])/g;
 
 /**
- * The parts of @p text: {time, level, rank, thread, message, drop, tokens}; time '' and level
+ * The parts of @p text: {time, level, rank, thread, threadName, message, drop, tokens} (threadName
+ * '' when the line has none, as written: escapes stay as they are); time '' and level
  * '' when the line is not of the server's form (a damaged file): then message is the text.
  */
 export function parseLine(text) {
@@ -32,6 +35,7 @@ export function parseLine(text) {
         level: m === null ? '' : m[2],
         rank: m === null ? 0 : RANK.get(m[2]),
         thread: m === null ? '' : m[3],
+        threadName: m === null || m[4] === undefined ? '' : m[4],
         message,
         drop: DROP.test(message),
         tokens: UNKNOWN_TOKEN.test(message),
@@ -136,7 +140,14 @@ export function lineRow(line, needle, selected) {
         el('span', { class: 'log-off', title: `byte offset ${line.offset}` }, String(line.offset)),
         el('span', { class: 'log-time', title: p.time }, shortTime(p.time)),
         el('span', { class: 'log-level' }, p.level || '?'),
-        el('span', { class: 'log-thread' }, p.thread),
+        el(
+            'span',
+            {
+                class: p.threadName ? 'log-thread log-thread-named' : 'log-thread',
+                title: p.threadName ? `thread ${p.thread} (${p.threadName})` : `thread ${p.thread}`,
+            },
+            p.threadName ? `${p.thread} ${p.threadName}` : p.thread,
+        ),
         el('span', { class: 'log-msg' }, markedText(p.level ? p.message : line.text, needle), more),
     );
 }
