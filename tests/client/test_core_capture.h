@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -211,6 +212,19 @@ static inline nwb_client_t *cap_client(nwb_client_config_t *cfg)
 static inline uint64_t test_gettid(void)
 {
     return (uint64_t)syscall(SYS_gettid);
+}
+
+/* The calling thread's name as the client reads it (PR_GET_NAME), in @p buf
+ * of 16 bytes; returns its length. Lines the client writes show it as
+ * tid[name]. */
+static inline size_t test_thread_name(char buf[16])
+{
+    memset(buf, 0, 16);
+    if (prctl(PR_GET_NAME, buf, 0, 0, 0) != 0) {
+        buf[0] = '\0';
+    }
+    buf[15] = '\0';
+    return strlen(buf);
 }
 
 #endif /* NWB_TEST_CORE_CAPTURE_H */

@@ -144,6 +144,8 @@ static void test_lines_match_common_line_format_and_layout(void **state)
     char runs[600];
     char *text;
     char *save = NULL;
+    char tname[16];
+    size_t tname_len = test_thread_name(tname);
     size_t n = 0;
     DIR *d;
     struct dirent *e;
@@ -194,6 +196,8 @@ static void test_lines_match_common_line_format_and_layout(void **state)
         rec.time_ns = parse_time(line);
         assert_true(rec.time_ns >= before / 1000u * 1000u);
         rec.thread_id = test_gettid();
+        rec.thread_name = tname;
+        rec.thread_name_len = (uint8_t)tname_len;
         rec.level = (uint8_t)want[n].level;
         rec.flags = want[n].flags;
         rec.line = want[n].line;

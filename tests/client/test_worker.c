@@ -193,8 +193,12 @@ static void test_flush_makes_records_visible_before_destroy(void **state)
         assert_int_equal(nwb_client_flush(f->client, 10000), 0);
         text = read_log(f, "flushtest", NULL);
         assert_non_null(text);
+        char tname[16];
+
+        test_thread_name(tname);
         snprintf(want, sizeof(want),
-                 "WARNING %llu flushtest test_worker.c:", (unsigned long long)test_gettid());
+                 "WARNING %llu[%s] flushtest test_worker.c:", (unsigned long long)test_gettid(),
+                 tname);
         assert_non_null(strstr(text, want));
         snprintf(want, sizeof(want), ": flushed %d\n", round);
         assert_non_null(strstr(text, want));
