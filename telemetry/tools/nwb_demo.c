@@ -4,13 +4,18 @@
  * 60 Hz frame loop with work scopes on two threads, growing arenas, asynchronous GPU samples,
  * a frame-graph contributor and log lines with names, using the logger client, the telemetry
  * recorder (uploads through the client) and crash capture. --crash kills it on purpose.
+ *
+ * It is written the way a game would use nwb: CPU scopes are NWB_PROFILE_* macros on whichever
+ * thread runs the work (the frame thread "main" and the job thread "worker", each named), a
+ * counter and a mark come from NWB_PROFILE_COUNTER and nwb_tel_mark, and its log lines reach
+ * telemetry through the logger client's worker (nwb_tel_client_capture_logs), not by being
+ * formatted twice on the frame thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,32 +32,30 @@
 #include "nwb/log.h"
 #include "nwb/log_line.h"
 #include "nwb/name.h"
+#include "nwb/profile.h"
 #include "nwb/telemetry.h"
 #include "nwb/telemetry_client.h"
 
 /* ---- Bounds (each one is checked where it applies; the usage text lists them) ------------- */
 
-#define DEMO_FRAMES_DEFAULT   600u     /* 10 s at 60 Hz */
-#define DEMO_FRAMES_MAX       1000000u /* a little under 5 h at 60 Hz */
-#define DEMO_HZ_DEFAULT       60u
-#define DEMO_HZ_MAX           1000u
-#define DEMO_CRASH_FRAME      30u         /* --crash happens in this frame by default */
-#define DEMO_UPLOAD_EVERY     60u         /* frames per telemetry upload */
-#define DEMO_FAST_DIVISOR     50u         /* --fast: work scopes 50 times shorter, no pacing */
-#define DEMO_HITCH_EVERY      97u         /* a streaming hitch in every 97th frame */
-#define DEMO_ARENA_MAX        (64u << 20) /* bytes an arena may reserve; beyond: refused */
-#define DEMO_CHUNK_FIRST      (64u << 10) /* an arena's first chunk; doubling ... */
-#define DEMO_CHUNK_MAX        (1u << 20)  /* ... up to this */
-#define DEMO_SCRATCH_BYTES    (16u << 10) /* per-frame heap scratch (allocated and freed) */
-#define DEMO_WORKER_WAIT_MS   1000u       /* the frame thread waits this long for the worker */
-#define DEMO_CRASH_WAIT_MS    30000u      /* --crash stack: how long to wait for the death */
-#define DEMO_UPLOAD_FLUSH_MS  15000u      /* final wait for telemetry delivery */
-#define DEMO_CLIENT_FLUSH_MS  5000u       /* final wait for the log */
-#define DEMO_LINE_MAX         256u        /* a tee'd log line (telemetry copy) */
-#define DEMO_RECORD_LINES_MAX 64u         /* log lines kept for --record */
-#define DEMO_LATE_WARNINGS    8u          /* over-budget warnings before they are only counted */
-#define DEMO_WORKER_SPANS     8u
-#define DEMO_GPU_RING         8u /* frames of GPU results in flight */
+#define DEMO_FRAMES_DEFAULT  600u     /* 10 s at 60 Hz */
+#define DEMO_FRAMES_MAX      1000000u /* a little under 5 h at 60 Hz */
+#define DEMO_HZ_DEFAULT      60u
+#define DEMO_HZ_MAX          1000u
+#define DEMO_CRASH_FRAME     30u         /* --crash happens in this frame by default */
+#define DEMO_UPLOAD_EVERY    60u         /* frames per telemetry upload */
+#define DEMO_FAST_DIVISOR    50u         /* --fast: work scopes 50 times shorter, no pacing */
+#define DEMO_HITCH_EVERY     97u         /* a streaming hitch in every 97th frame */
+#define DEMO_ARENA_MAX       (64u << 20) /* bytes an arena may reserve; beyond: refused */
+#define DEMO_CHUNK_FIRST     (64u << 10) /* an arena's first chunk; doubling ... */
+#define DEMO_CHUNK_MAX       (1u << 20)  /* ... up to this */
+#define DEMO_SCRATCH_BYTES   (16u << 10) /* per-frame heap scratch (allocated and freed) */
+#define DEMO_WORKER_WAIT_MS  1000u       /* the frame thread waits this long for the worker */
+#define DEMO_CRASH_WAIT_MS   30000u      /* --crash stack: how long to wait for the death */
+#define DEMO_UPLOAD_FLUSH_MS 15000u      /* final wait for telemetry delivery */
+#define DEMO_CLIENT_FLUSH_MS 5000u       /* final wait for the log */
+#define DEMO_LATE_WARNINGS   8u          /* over-budget warnings before they are only counted */
+#define DEMO_GPU_RING        8u          /* frames of GPU results in flight */
 
 /* ---- Names ---------------------------------------------------------------------------------- */
 
@@ -171,15 +174,6 @@ struct demo_arena {
     uint64_t refused;
 };
 
-/* One worker scope, measured on the worker and recorded by the frame thread. */
-struct demo_span {
-    uint32_t scope; /* enum demo_scope */
-    uint32_t thread;
-    uint64_t start_ns;
-    uint64_t end_ns;
-    uint16_t depth;
-};
-
 struct demo_worker {
     pthread_t thread;
     int started;
@@ -189,17 +183,11 @@ struct demo_worker {
     uint64_t done; /* frame + 1 it finished last */
     int quit;
     int crash_stack; /* recurse without bound in the next frame */
-    struct demo_span spans[DEMO_WORKER_SPANS];
-    uint32_t nspans;
     uint32_t tid;
+    uint64_t samples[SC_CPU_COUNT]; /* the scopes it recorded; read once it is joined */
     unsigned divisor;
     const nwb_name_t *names; /* the scope names, read-only once the worker runs */
     struct demo_rng rng;     /* the worker's own */
-};
-
-struct demo_line {
-    unsigned level;
-    char msg[DEMO_LINE_MAX];
 };
 
 struct demo {
@@ -225,16 +213,15 @@ struct demo {
     uint64_t gpu_dur[DEMO_GPU_RING][DEMO_GPU_COUNT];
     int gpu_out_of_order_logged;
     struct demo_worker worker;
-    uint64_t frames;      /* frames ended */
-    uint64_t text_logs;   /* textLog events handed to the recorder */
-    uint64_t diagnostics; /* diagnostics the recorder took */
-    uint64_t fg_frames;   /* frame graphs the contributor described */
+    uint64_t frames;       /* frames ended */
+    uint64_t marks;        /* nwb_tel_mark calls */
+    uint64_t draw_samples; /* NWB_PROFILE_COUNTER("render.draw_calls") samples */
+    uint64_t diagnostics;  /* diagnostics the recorder took */
+    uint64_t fg_frames;    /* frame graphs the contributor described */
     uint64_t flush_failures;
     uint64_t worker_late; /* frames whose worker scopes came too late (dropped) */
     uint64_t late_frames; /* paced mode: frames over 1.5 budgets */
     uint64_t last_frame_ns;
-    struct demo_line lines[DEMO_RECORD_LINES_MAX];
-    unsigned nlines;
 };
 
 static volatile sig_atomic_t demo_stop;
@@ -291,58 +278,6 @@ static const char *name_str(const struct demo *d, unsigned scope, char buf[NWB_N
     return nwb_name_str(d->names[scope], buf);
 }
 
-/*
- * The frame thread's log lines go to the logger client (formatted on its worker) and, as
- * textLog events, to the recorder; the copies are kept for --record. Arguments are evaluated
- * twice: pass plain values only.
- */
-static NWB_PRINTF_LIKE(3, 4) void demo_tee(struct demo *d, unsigned level, const char *fmt, ...)
-{
-    char msg[DEMO_LINE_MAX];
-    va_list ap;
-    size_t len;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return;
-    }
-    len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1u;
-    if (d->rec != NULL) {
-        nwb_tel_text_record(d->rec, 0, level, d->main_tid, msg, len);
-        d->text_logs++;
-    }
-    if (d->nlines < DEMO_RECORD_LINES_MAX) {
-        d->lines[d->nlines].level = level;
-        memcpy(d->lines[d->nlines].msg, msg, len + 1u);
-        d->nlines++;
-    }
-}
-
-#define DEMO_INFO(d, ...)                                                                          \
-    do {                                                                                           \
-        NWB_LOGGER_INFO(__VA_ARGS__);                                                              \
-        demo_tee((d), NWB_LOG_INFO, __VA_ARGS__);                                                  \
-    } while (0)
-#define DEMO_WARNING(d, ...)                                                                       \
-    do {                                                                                           \
-        NWB_LOGGER_WARNING(__VA_ARGS__);                                                           \
-        demo_tee((d), NWB_LOG_WARNING, __VA_ARGS__);                                               \
-    } while (0)
-/* The lines that stay in fin builds (NWB_FINAL): start, end, crashes. */
-#define DEMO_ESSENTIAL_INFO(d, ...)                                                                \
-    do {                                                                                           \
-        NWB_LOGGER_ESSENTIAL_INFO(__VA_ARGS__);                                                    \
-        demo_tee((d), NWB_LOG_INFO, __VA_ARGS__);                                                  \
-    } while (0)
-#define DEMO_ESSENTIAL_WARNING(d, ...)                                                             \
-    do {                                                                                           \
-        NWB_LOGGER_ESSENTIAL_WARNING(__VA_ARGS__);                                                 \
-        demo_tee((d), NWB_LOG_WARNING, __VA_ARGS__);                                               \
-    } while (0)
-
 /* ---- Crashes on purpose --------------------------------------------------------------------- */
 
 /* The sanitizers would report these themselves; the point is the crash handler's package. */
@@ -395,7 +330,7 @@ static void demo_on_crash(int fd, void *arg)
 }
 
 /* --crash gpu: a device loss with fake vendor bytes; the game keeps running. */
-static void demo_crash_gpu(struct demo *d, uint64_t frame)
+static void demo_crash_gpu(uint64_t frame)
 {
     static const unsigned char rgd[] = "RGD-FAKE\x01\x02\x03\x04 nwb-demo device fault bytes";
     static const char meta[] = "shader lighting.frag hash=0x5eed1234\npipeline deferred.main\n";
@@ -426,20 +361,20 @@ static void demo_crash_gpu(struct demo *d, uint64_t frame)
     pkg[0] = '\0';
     err = nwb_crash_capture_gpu(&gi, pkg, sizeof(pkg));
     if (err != 0) {
-        DEMO_ESSENTIAL_WARNING(d, "gpu: device lost in frame %llu (simulated), capture failed: %s",
-                               (unsigned long long)frame,
-                               nwb_strerror_r(err, errbuf, sizeof(errbuf)));
+        NWB_LOGGER_ESSENTIAL_WARNING(
+            "gpu: device lost in frame %llu (simulated), capture failed: %s",
+            (unsigned long long)frame, nwb_strerror_r(err, errbuf, sizeof(errbuf)));
         return;
     }
-    DEMO_ESSENTIAL_WARNING(d, "gpu: device lost in frame %llu (simulated), crash package %s",
-                           (unsigned long long)frame, pkg);
+    NWB_LOGGER_ESSENTIAL_WARNING("gpu: device lost in frame %llu (simulated), crash package %s",
+                                 (unsigned long long)frame, pkg);
 }
 
 /* Log why, push the log out (so the package's log tail and the server have it), then die. */
 static void demo_crash_now(struct demo *d, uint64_t frame)
 {
-    DEMO_ESSENTIAL_WARNING(d, "crashing on purpose: %s in frame %llu", crash_names[d->opt.crash],
-                           (unsigned long long)frame);
+    NWB_LOGGER_ESSENTIAL_WARNING("crashing on purpose: %s in frame %llu", crash_names[d->opt.crash],
+                                 (unsigned long long)frame);
     nwb_client_flush(d->client, 2000);
     if (d->opt.crash == CRASH_SEGV) {
         demo_crash_segv();
@@ -479,8 +414,8 @@ static void *arena_alloc(struct demo *d, struct demo_arena *a, size_t n)
 
         if (a->reserved + size > DEMO_ARENA_MAX) {
             if (a->refused++ == 0) {
-                DEMO_WARNING(d, "arena %s is full at %llu bytes: allocations refused",
-                             nwb_name_str(a->name, tok), (unsigned long long)a->reserved);
+                NWB_LOGGER_WARNING("arena %s is full at %llu bytes: allocations refused",
+                                   nwb_name_str(a->name, tok), (unsigned long long)a->reserved);
             }
             return NULL;
         }
@@ -497,8 +432,8 @@ static void *arena_alloc(struct demo *d, struct demo_arena *a, size_t n)
         a->next_chunk = a->next_chunk * 2u > DEMO_CHUNK_MAX ? DEMO_CHUNK_MAX : a->next_chunk * 2u;
         nwb_tel_mem_set_reserved(a->src, a->reserved);
         heap_alloc(d, size);
-        DEMO_INFO(d, "arena %s grew to %llu bytes", nwb_name_str(a->name, tok),
-                  (unsigned long long)a->reserved);
+        NWB_LOGGER_INFO("arena %s grew to %llu bytes", nwb_name_str(a->name, tok),
+                        (unsigned long long)a->reserved);
     }
     p = a->head->data + a->head->used;
     a->head->used += n;
@@ -518,26 +453,27 @@ static void arena_free_all(struct demo_arena *a)
     }
 }
 
-/* ---- Recording ------------------------------------------------------------------------------ */
+/* ---- Work scopes --------------------------------------------------------------------------- */
 
-static void scope_record(struct demo *d, unsigned scope, uint32_t thread, uint64_t start,
-                         uint64_t end, uint16_t depth)
-{
-    nwb_tel_scope_record(d->rec, d->ids[scope], thread, start, end, depth);
-    d->samples[scope]++;
-}
-
-/* One leaf work scope on the frame thread, from @p start; returns its end. */
-static uint64_t work(struct demo *d, unsigned scope, uint64_t start, uint16_t depth,
-                     uint64_t extra_us)
+/* Spin for a leaf scope's jittered duration (its NWB_PROFILE_SCOPE is the caller's). */
+static void spin_work(struct demo_rng *rng, unsigned scope, uint64_t extra_us, unsigned divisor)
 {
     const uint64_t us = scope_defs[scope].base_us + extra_us;
-    const uint64_t dur = jitter(&d->rng, us * 1000u) / (d->opt.fast ? DEMO_FAST_DIVISOR : 1u);
-    const uint64_t end = spin_until(start + dur);
 
-    scope_record(d, scope, d->main_tid, start, end, depth);
-    return end;
+    (void)spin_until(nwb_time_mono_ns() + jitter(rng, us * 1000u) / divisor);
 }
+
+/*
+ * One leaf work scope on the frame thread: the macro needs the name as a literal, so each call
+ * site passes the scope's enum and its name (the same string as scope_defs[], which the record
+ * file prints and the end-to-end test checks against the report).
+ */
+#define DEMO_WORK(d, scope, literal, extra_us)                                                     \
+    do {                                                                                           \
+        NWB_PROFILE_SCOPE(literal);                                                                \
+        spin_work(&(d)->rng, (scope), (extra_us), (d)->opt.fast ? DEMO_FAST_DIVISOR : 1u);         \
+        (d)->samples[(scope)]++;                                                                   \
+    } while (0)
 
 static void fg_contribute(void *ctx, nwb_tel_fg_builder_t *b, uint64_t frame)
 {
@@ -599,28 +535,73 @@ static void gpu_frame(struct demo *d, uint64_t f)
         }
         if (back == 3 && !d->gpu_out_of_order_logged) {
             d->gpu_out_of_order_logged = 1;
-            DEMO_WARNING(d, "gpu: results of frame %llu arrived after frame %llu's (out of order)",
-                         (unsigned long long)src, (unsigned long long)(src + 1));
+            NWB_LOGGER_WARNING(
+                "gpu: results of frame %llu arrived after frame %llu's (out of order)",
+                (unsigned long long)src, (unsigned long long)(src + 1));
         }
     }
 }
 
 /* ---- The worker thread ---------------------------------------------------------------------- */
 
+/* The worker's jobs, each a scope inside "worker.jobs"; returns the longest job. */
+static unsigned worker_jobs(struct demo_worker *w, uint64_t *longest_ns)
+{
+    unsigned longest_job = DEMO_JOB_FIRST;
+    uint64_t t, longest = 0;
+
+    NWB_PROFILE_SCOPE("worker.jobs");
+    w->samples[SC_WORKER]++;
+    for (unsigned j = 0; j < DEMO_JOB_COUNT; j++) {
+        const unsigned scope = DEMO_JOB_FIRST + j;
+
+        t = nwb_time_mono_ns();
+        switch (scope) {
+        case SC_JOB_CULL: {
+            NWB_PROFILE_SCOPE("job.cull");
+            spin_work(&w->rng, scope, 0, w->divisor);
+            break;
+        }
+        case SC_JOB_SKIN: {
+            NWB_PROFILE_SCOPE("job.skin");
+            spin_work(&w->rng, scope, 0, w->divisor);
+            break;
+        }
+        case SC_JOB_PARTICLES: {
+            NWB_PROFILE_SCOPE("job.particles");
+            spin_work(&w->rng, scope, 0, w->divisor);
+            break;
+        }
+        default: {
+            NWB_PROFILE_SCOPE("job.audio");
+            spin_work(&w->rng, scope, 0, w->divisor);
+            break;
+        }
+        }
+        w->samples[scope]++;
+        t = nwb_time_mono_ns() - t;
+        if (t > longest) {
+            longest = t;
+            longest_job = scope;
+        }
+    }
+    NWB_PROFILE_COUNTER("worker.jobs_done", DEMO_JOB_COUNT);
+    *longest_ns = longest;
+    return longest_job;
+}
+
+/* The job thread: its scopes go into its own ring, which the recorder drains at frame end. */
 static void *worker_main(void *arg)
 {
     struct demo_worker *w = arg;
     const uint32_t tid = demo_gettid();
     uint64_t seen = 0;
 
-    pthread_setname_np(pthread_self(), "demo-worker");
     pthread_mutex_lock(&w->mu);
     w->tid = tid;
     for (;;) {
-        struct demo_span spans[DEMO_WORKER_SPANS];
-        uint32_t n = 0;
-        uint64_t f, t, start, longest = 0;
-        unsigned longest_job = DEMO_JOB_FIRST;
+        uint64_t f, longest = 0;
+        unsigned longest_job;
         int crash;
 
         while (!w->quit && w->go == seen) {
@@ -636,21 +617,7 @@ static void *worker_main(void *arg)
         if (crash) {
             demo_sink = (uint64_t)demo_crash_recurse(NULL, 0);
         }
-        start = t = nwb_time_mono_ns();
-        for (unsigned j = 0; j < DEMO_JOB_COUNT; j++) {
-            const unsigned scope = DEMO_JOB_FIRST + j;
-            const uint64_t dur =
-                jitter(&w->rng, (uint64_t)scope_defs[scope].base_us * 1000u) / w->divisor;
-            const uint64_t end = spin_until(t + dur);
-
-            spans[n++] = (struct demo_span){scope, tid, t, end, 1};
-            if (end - t > longest) {
-                longest = end - t;
-                longest_job = scope;
-            }
-            t = end;
-        }
-        spans[n++] = (struct demo_span){SC_WORKER, tid, start, t, 0};
+        longest_job = worker_jobs(w, &longest);
         if (f % 60u == 30u) {
             char tok[NWB_NAME_TOKEN_SIZE];
 
@@ -659,8 +626,6 @@ static void *worker_main(void *arg)
                             nwb_name_str(w->names[longest_job], tok), (double)longest / 1e6);
         }
         pthread_mutex_lock(&w->mu);
-        memcpy(w->spans, spans, sizeof(spans[0]) * n);
-        w->nspans = n;
         w->done = seen;
         pthread_cond_broadcast(&w->cv);
     }
@@ -685,7 +650,7 @@ static int worker_start(struct demo *d)
         pthread_mutex_destroy(&w->mu);
         return -err;
     }
-    err = nwb_crash_thread_create(&w->thread, NULL, worker_main, w);
+    err = nwb_crash_thread_create_named(&w->thread, NULL, "worker", worker_main, w);
     if (err != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
@@ -719,13 +684,12 @@ static void worker_go(struct demo_worker *w, uint64_t frame, int crash_stack)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Wait (bounded) for the worker's frame and record its scopes on this, the frame thread. */
+/* Wait (bounded) for the worker to finish the frame's jobs, as a frame waits for its job system.
+ * Its scopes are already in its ring; a late worker's land in a later frame. */
 static void worker_join(struct demo *d, uint64_t frame, unsigned wait_ms)
 {
     struct demo_worker *w = &d->worker;
     const nwb_deadline_t deadline = nwb_deadline_in_ms(wait_ms);
-    struct demo_span spans[DEMO_WORKER_SPANS];
-    uint32_t n = 0;
     int late = 0;
 
     pthread_mutex_lock(&w->mu);
@@ -735,21 +699,10 @@ static void worker_join(struct demo *d, uint64_t frame, unsigned wait_ms)
             break;
         }
     }
-    if (!late) {
-        n = w->nspans;
-        memcpy(spans, w->spans, sizeof(spans[0]) * n);
-    }
     pthread_mutex_unlock(&w->mu);
-    if (late) {
-        if (d->worker_late++ == 0) {
-            DEMO_WARNING(d, "worker missed frame %llu (waited %u ms): its scopes are dropped",
-                         (unsigned long long)frame, wait_ms);
-        }
-        return;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        scope_record(d, spans[i].scope, spans[i].thread, spans[i].start_ns, spans[i].end_ns,
-                     spans[i].depth);
+    if (late && d->worker_late++ == 0) {
+        NWB_LOGGER_WARNING("worker missed frame %llu (waited %u ms): its scopes land later",
+                           (unsigned long long)frame, wait_ms);
     }
 }
 
@@ -760,87 +713,99 @@ static void frame_run(struct demo *d, uint64_t f)
     const int crash_here = d->opt.crash != CRASH_NONE && f == d->opt.crash_frame;
     const int hitch = f % DEMO_HITCH_EVERY == DEMO_HITCH_EVERY - 1u;
     char tok[NWB_NAME_TOKEN_SIZE];
-    uint64_t t0, t, part, stream_start;
+    uint64_t t0, t, stream_start;
     unsigned char *draws;
 
     atomic_store_explicit(&demo_frame_now, f, memory_order_relaxed);
     t0 = nwb_time_mono_ns();
     nwb_tel_frame_begin(d->rec, f, t0);
+    /* "frame" spans the whole frame, the worker's wait included; it ends before frame end. */
+    NWB_PROFILE_BEGIN("frame");
+    d->samples[SC_FRAME]++;
     if (crash_here && d->opt.crash == CRASH_STACK) {
-        DEMO_ESSENTIAL_WARNING(d, "crashing on purpose: %s in frame %llu (worker thread)",
-                               crash_names[d->opt.crash], (unsigned long long)f);
+        NWB_LOGGER_ESSENTIAL_WARNING("crashing on purpose: %s in frame %llu (worker thread)",
+                                     crash_names[d->opt.crash], (unsigned long long)f);
         nwb_client_flush(d->client, 2000);
     }
     worker_go(&d->worker, f, crash_here && d->opt.crash == CRASH_STACK);
 
     /* update > input, physics, ai, animation, streaming */
-    part = t = nwb_time_mono_ns();
-    t = work(d, SC_INPUT, t, 2, 0);
-    if (crash_here && (d->opt.crash == CRASH_SEGV || d->opt.crash == CRASH_ABORT)) {
-        demo_crash_now(d, f);
+    {
+        NWB_PROFILE_SCOPE("update");
+        d->samples[SC_UPDATE]++;
+        DEMO_WORK(d, SC_INPUT, "input", 0);
+        if (crash_here && (d->opt.crash == CRASH_SEGV || d->opt.crash == CRASH_ABORT)) {
+            demo_crash_now(d, f);
+        }
+        DEMO_WORK(d, SC_PHYSICS, "physics", 0);
+        DEMO_WORK(d, SC_AI, "ai", 0);
+        DEMO_WORK(d, SC_ANIMATION, "animation", 0);
+        stream_start = nwb_time_mono_ns();
+        arena_alloc(d, &d->arenas[0], 2048u + (size_t)(f % 7u) * 512u);
+        DEMO_WORK(d, SC_STREAMING, "streaming", hitch ? 25000u : 0u);
+        t = nwb_time_mono_ns();
     }
-    t = work(d, SC_PHYSICS, t, 2, 0);
-    t = work(d, SC_AI, t, 2, 0);
-    t = work(d, SC_ANIMATION, t, 2, 0);
-    stream_start = t;
-    arena_alloc(d, &d->arenas[0], 2048u + (size_t)(f % 7u) * 512u);
-    t = work(d, SC_STREAMING, t, 2, hitch ? 25000u : 0u);
-    scope_record(d, SC_UPDATE, d->main_tid, part, t, 1);
     if (hitch) {
         const nwb_tel_kv_t kv[2] = {{"scope", "streaming", 5, 9}, {"cause", "level load", 5, 10}};
 
-        DEMO_WARNING(d, "frame %llu hitch: %s took %.3f ms", (unsigned long long)f,
-                     name_str(d, SC_STREAMING, tok), (double)(t - stream_start) / 1e6);
+        NWB_LOGGER_WARNING("frame %llu hitch: %s took %.3f ms", (unsigned long long)f,
+                           name_str(d, SC_STREAMING, tok), (double)(t - stream_start) / 1e6);
         if (nwb_tel_diag_record(d->rec, 0, d->diag_hitch, NWB_TEL_SEVERITY_WARNING, kv, 2) == 0) {
             d->diagnostics++;
         }
+        /* The streaming hitch is a (simulated) level load: a mark on the timeline. */
+        nwb_tel_mark("level loaded");
+        d->marks++;
     }
 
     /* render > shadow, gbuffer, lighting, post; draw lists persist in the render arena */
-    part = t;
     draws = arena_alloc(d, &d->arenas[1], 1024u + (size_t)(f % 5u) * 256u);
     if (draws != NULL) {
         draws[0] = (unsigned char)f;
     }
     {
         unsigned char *scratch = nwb_malloc(DEMO_SCRATCH_BYTES);
+        NWB_PROFILE_SCOPE("render");
 
+        d->samples[SC_RENDER]++;
         if (scratch != NULL) {
             heap_alloc(d, DEMO_SCRATCH_BYTES);
             memset(scratch, (int)(f & 0xffu), DEMO_SCRATCH_BYTES);
         }
-        t = work(d, SC_SHADOW, t, 2, 0);
-        t = work(d, SC_GBUFFER, t, 2, 0);
+        DEMO_WORK(d, SC_SHADOW, "render.shadow", 0);
+        DEMO_WORK(d, SC_GBUFFER, "render.gbuffer", 0);
         if (crash_here && d->opt.crash == CRASH_GPU) {
-            demo_crash_gpu(d, f);
+            demo_crash_gpu(f);
         }
-        t = work(d, SC_LIGHTING, t, 2, 0);
-        t = work(d, SC_POST, t, 2, 0);
+        DEMO_WORK(d, SC_LIGHTING, "render.lighting", 0);
+        DEMO_WORK(d, SC_POST, "render.post", 0);
         if (scratch != NULL) {
             demo_sink += scratch[DEMO_SCRATCH_BYTES - 1u];
             nwb_free(scratch);
             heap_free(d, DEMO_SCRATCH_BYTES);
         }
+        /* The draw calls the render pass issued: a counter (min/max/mean per frame). */
+        NWB_PROFILE_COUNTER("render.draw_calls", 800u + (unsigned)(f % 13u) * 17u);
+        d->draw_samples++;
     }
-    scope_record(d, SC_RENDER, d->main_tid, part, t, 1);
     gpu_frame(d, f);
 
     worker_join(
         d, f, crash_here && d->opt.crash == CRASH_STACK ? DEMO_CRASH_WAIT_MS : DEMO_WORKER_WAIT_MS);
+    NWB_PROFILE_END();
     t = nwb_time_mono_ns();
-    scope_record(d, SC_FRAME, d->main_tid, t0, t, 0);
     if (nwb_tel_frame_end(d->rec, t) == 0) {
         d->frames++;
     }
     d->last_frame_ns = t - t0;
     if (f % DEMO_UPLOAD_EVERY == DEMO_UPLOAD_EVERY - 1u) {
-        DEMO_INFO(d, "frame %llu: %s %.3f ms; %s %llu bytes used, %s %llu bytes used",
-                  (unsigned long long)f, name_str(d, SC_FRAME, tok), (double)(t - t0) / 1e6,
-                  d->arenas[0].label, (unsigned long long)d->arenas[0].used, d->arenas[1].label,
-                  (unsigned long long)d->arenas[1].used);
+        NWB_LOGGER_INFO("frame %llu: %s %.3f ms; %s %llu bytes used, %s %llu bytes used",
+                        (unsigned long long)f, name_str(d, SC_FRAME, tok), (double)(t - t0) / 1e6,
+                        d->arenas[0].label, (unsigned long long)d->arenas[0].used,
+                        d->arenas[1].label, (unsigned long long)d->arenas[1].used);
         if (nwb_tel_flush_upload(d->rec) != 0 && d->flush_failures++ == 0) {
-            DEMO_WARNING(d, "telemetry upload of frame %llu refused: the uploader is behind",
-                         (unsigned long long)f);
+            NWB_LOGGER_WARNING("telemetry upload of frame %llu refused: the uploader is behind",
+                               (unsigned long long)f);
         }
     }
 }
@@ -858,12 +823,17 @@ static int recorder_setup(struct demo *d)
     if (err != 0) {
         return err;
     }
+    /* CPU scopes are NWB_PROFILE_* call sites (registered at their first drain); GPU results
+     * arrive frames late, so their scopes are registered up front. Every name is made here, so
+     * a BUILDMODE sidecar holds them all for fin builds, which send hashes only. */
     for (unsigned i = 0; i < SC_COUNT && err == 0; i++) {
         d->names[i] = nwb_name_make(scope_defs[i].name);
-        err = nwb_tel_scope_register(d->rec, d->names[i],
-                                     i < SC_CPU_COUNT ? NWB_TEL_SCOPE_CPU : NWB_TEL_SCOPE_GPU,
-                                     &d->ids[i]);
+        if (i >= SC_CPU_COUNT) {
+            err = nwb_tel_scope_register(d->rec, d->names[i], NWB_TEL_SCOPE_GPU, &d->ids[i]);
+        }
     }
+    (void)nwb_name_make("render.draw_calls");
+    (void)nwb_name_make("worker.jobs_done");
     for (unsigned i = 0; i < 2 && err == 0; i++) {
         struct demo_arena *a = &d->arenas[i];
 
@@ -895,6 +865,8 @@ static int recorder_setup(struct demo *d)
     }
     if (err == 0) {
         nwb_tel_recorder_set_capture(d->rec, NWB_TEL_CAPTURE_ALL);
+        /* Every line from INFO up becomes a textLog event, on the logger client's worker. */
+        nwb_tel_client_capture_logs(d->client, NWB_LOG_INFO);
     }
     return err;
 }
@@ -1068,7 +1040,6 @@ static void sleep_until(uint64_t t_ns)
 static int record_write(const struct demo *d, const char *path, const char *run_dir,
                         const nwb_tel_recorder_stats_t *rs, const nwb_tel_uploader_stats_t *us)
 {
-    static const char *const level_names[] = {"INFO", "WARNING", "ERROR", "FATAL"};
     char tok[NWB_NAME_TOKEN_SIZE];
     uint64_t cpu = 0, gpu = 0;
     FILE *f = fopen(path, "w");
@@ -1092,11 +1063,16 @@ static int record_write(const struct demo *d, const char *path, const char *run_
     fprintf(f, "frames %llu\n", (unsigned long long)d->frames);
     fprintf(f, "cpu_scopes %llu\ngpu_samples %llu\n", (unsigned long long)cpu,
             (unsigned long long)gpu);
-    fprintf(f, "event textLog %llu\n", (unsigned long long)d->text_logs);
     fprintf(f, "event diagnostic %llu\n", (unsigned long long)d->diagnostics);
     fprintf(f, "event frameGraphFrame %llu\n", (unsigned long long)d->fg_frames);
     fprintf(f, "event perfFrame %llu\n", (unsigned long long)d->frames);
     fprintf(f, "event memoryFrame %llu\n", (unsigned long long)d->frames);
+    fprintf(f, "event mark %llu\n", (unsigned long long)d->marks);
+    nwb_name_token(nwb_name_make("render.draw_calls"), tok);
+    fprintf(f, "counter render.draw_calls %s %llu\n", tok, (unsigned long long)d->draw_samples);
+    nwb_name_token(nwb_name_make("worker.jobs_done"), tok);
+    fprintf(f, "counter worker.jobs_done %s %llu\n", tok,
+            (unsigned long long)d->worker.samples[SC_WORKER]);
     for (unsigned i = 0; i < SC_COUNT; i++) {
         nwb_name_token(d->names[i], tok);
         fprintf(f, "scope %s %s %s %llu\n", i < SC_CPU_COUNT ? "cpu" : "gpu", scope_defs[i].name,
@@ -1127,9 +1103,6 @@ static int record_write(const struct demo *d, const char *path, const char *run_
     fprintf(f, "thread main %u\nthread worker %u\n", (unsigned)d->main_tid,
             (unsigned)d->worker.tid);
     fprintf(f, "worker_late %llu\n", (unsigned long long)d->worker_late);
-    for (unsigned i = 0; i < d->nlines; i++) {
-        fprintf(f, "log %s %s\n", level_names[d->lines[i].level & 3u], d->lines[i].msg);
-    }
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         fprintf(stderr, "nwb-demo: writing %s failed\n", path);
@@ -1238,6 +1211,7 @@ int main(int argc, char **argv)
         return 1;
     }
     d->main_tid = demo_gettid();
+    nwb_tel_thread_name("main"); /* its track in reports and traces, and its OS name */
     d->rng.s = 0x6e77622d64656d6full;
     /* Both are borrowed from the client until destroy: keep copies for the summary. */
     if (nwb_client_run_dir(d->client) != NULL) {
@@ -1268,12 +1242,13 @@ int main(int argc, char **argv)
         rc = 1;
         goto fail_recorder;
     }
-    DEMO_ESSENTIAL_INFO(d, "nwb-demo %s: %lu frames at %u Hz%s, run %s, %s", NWB_VERSION_STRING,
-                        d->opt.frames, d->opt.hz, d->opt.fast ? " (fast)" : "",
-                        nwb_client_run_id(d->client),
-                        server != NULL ? "server mode" : "standalone");
+    NWB_LOGGER_ESSENTIAL_INFO("nwb-demo %s: %lu frames at %u Hz%s, run %s, %s", NWB_VERSION_STRING,
+                              d->opt.frames, d->opt.hz, d->opt.fast ? " (fast)" : "",
+                              nwb_client_run_id(d->client),
+                              server != NULL ? "server mode" : "standalone");
     if (d->opt.crash != CRASH_NONE) {
-        DEMO_INFO(d, "will crash (%s) in frame %lu", crash_names[d->opt.crash], d->opt.crash_frame);
+        NWB_LOGGER_INFO("will crash (%s) in frame %lu", crash_names[d->opt.crash],
+                        d->opt.crash_frame);
     }
 
     period_ns = 1000000000u / d->opt.hz;
@@ -1285,8 +1260,8 @@ int main(int argc, char **argv)
         }
         if (d->last_frame_ns > period_ns + period_ns / 2u &&
             d->late_frames++ < DEMO_LATE_WARNINGS) {
-            DEMO_WARNING(d, "frame %llu took %.3f ms (budget %.3f ms)", (unsigned long long)f,
-                         (double)d->last_frame_ns / 1e6, (double)period_ns / 1e6);
+            NWB_LOGGER_WARNING("frame %llu took %.3f ms (budget %.3f ms)", (unsigned long long)f,
+                               (double)d->last_frame_ns / 1e6, (double)period_ns / 1e6);
         }
         /* Frame pacing: absolute deadlines, so the rate does not drift; a loop more than a
          * frame behind starts counting again from now instead of rushing to catch up. */
@@ -1302,8 +1277,11 @@ int main(int argc, char **argv)
         rc = 3;
     }
     worker_stop(&d->worker);
-    DEMO_ESSENTIAL_INFO(d, "nwb-demo done: %llu frames%s", (unsigned long long)d->frames,
-                        demo_stop ? " (interrupted)" : "");
+    for (unsigned i = 0; i < SC_CPU_COUNT; i++) {
+        d->samples[i] += d->worker.samples[i]; /* joined: its counts are final */
+    }
+    NWB_LOGGER_ESSENTIAL_INFO("nwb-demo done: %llu frames%s", (unsigned long long)d->frames,
+                              demo_stop ? " (interrupted)" : "");
     err = nwb_tel_flush_upload(d->rec);
     if (err != 0) {
         d->flush_failures++;
