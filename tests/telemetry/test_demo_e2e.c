@@ -495,8 +495,10 @@ static void check_log(const char *log, const struct demo_record *r)
     for (bol = hitch; bol > log && bol[-1] != '\n'; bol--) {
     }
     assert_non_null(memmem(bol, (size_t)(hitch - bol), "WARNING", 7));
-    /* The worker logs on its own thread: its lines carry its thread id. */
-    snprintf(tid, sizeof(tid), " %u nwb-demo ", r->worker_tid);
+    /* The frame thread's lines carry its name beside its id. */
+    assert_non_null(memmem(bol, (size_t)(hitch - bol), "[main] nwb-demo ", 16));
+    /* The worker logs on its own thread: its lines carry its thread id and name. */
+    snprintf(tid, sizeof(tid), " %u[worker] nwb-demo ", r->worker_tid);
     {
         const char *w = strstr(log, "worker: 4 jobs in frame 30,");
 
