@@ -207,6 +207,13 @@ struct nwb__crash_capture_args {
 int nwb__crash_ptrace_capture(const struct nwb__crash_capture_args *args, char *note,
                               size_t note_cap);
 
+/*
+ * The stack bytes taken from each of @p nthreads threads: NWB__CRASH_CAPTURE_STACK_BYTES, less
+ * when the file would pass NWB_CRASH_CAPTURE_FILE_MAX with @p nmodules modules and every
+ * other field at its bound.
+ */
+size_t nwb__crash_capture_stack_budget(size_t nthreads, size_t nmodules);
+
 /* One module of the capture helper's list: a file's adjacent mappings holding code. */
 struct nwb__crash_proc_module {
     uint64_t start, end, file_offset;

@@ -5,7 +5,9 @@
  * ptrace (method 1), lists every thread with its name, the crashed one first with the signal
  * context's pc inside crash_prog and non-empty stacks, and crash_prog among the modules with
  * the build id readelf reads. Under a seccomp filter that fails ptrace with EPERM the package
- * carries the in-process capture (method 2) with the reason. Also measures the time from the
+ * carries the in-process capture (method 2) with the reason; so it does when the helper hangs
+ * (the handler gives up at its 2 s timeout, not later) or ends without a status. The stack
+ * budget keeps the largest capture within the file bound. Also measures the time from the
  * signal to the process's end (package written) with and without the ptrace capture.
  */
 #define _GNU_SOURCE
@@ -26,6 +28,7 @@
 
 #include "nwb/crash_capture.h"
 
+#include "capture_int.h"
 #include "crash_test_archive.h"
 #include "crash_test_run.h"
 #include "test_support.h"
@@ -239,6 +242,7 @@ static void test_thread_capture_ptrace_lists_every_named_thread(void **state)
 
         assert_int_equal(v->threads[i].flags, 0);
         assert_true(v->threads[i].stack_len > 0);
+        assert_true(v->threads[i].stack_len <= NWB__CRASH_CAPTURE_STACK_BYTES);
         assert_int_equal(v->threads[i].stack_start, v->threads[i].regs[sp_index]);
     }
     check_crashed_thread_and_exe(f);
@@ -260,6 +264,82 @@ static void test_thread_capture_falls_back_in_process_when_ptrace_is_denied(void
     }
     assert_int_equal(v->nthreads, 1);
     check_crashed_thread_and_exe(f);
+}
+
+/* A helper that runs the real nwb-crash for everything but "capture", which does @p action. */
+static void write_fake_helper(struct fixture *f, const char *action, char *path, size_t cap)
+{
+    char script[2048];
+
+    snprintf(path, cap, "%s/fake-nwb-crash", f->base);
+    snprintf(script, sizeof(script),
+             "#!/bin/sh\nif [ \"$1\" = capture ]; then %s; fi\nexec '%s' \"$@\"\n", action,
+             NWB_CRASH_HELPER_EXE);
+    assert_int_equal(nwb_test_write_file(path, script, strlen(script), 0755), 0);
+}
+
+static void assert_note(const nwb_crash_capture_view_t *v, const char *want)
+{
+    if (v->note_len != strlen(want) || memcmp(v->note, want, v->note_len) != 0) {
+        fail_msg("note \"%.*s\", expected \"%s\"", (int)v->note_len, v->note, want);
+    }
+}
+
+static void test_thread_capture_hung_helper_is_given_up_at_the_timeout(void **state)
+{
+    struct fixture *f = *state;
+    char helper[700], env[800];
+    uint64_t took;
+
+    write_fake_helper(f, "exec sleep 30", helper, sizeof(helper));
+    snprintf(env, sizeof(env), "NWB_CRASH_HELPER=%s", helper);
+    took = crash_and_parse(f, 0, env);
+    assert_int_equal(f->view.method, NWB_CRASH_CAPTURE_IN_PROCESS);
+    assert_note(&f->view,
+                "ptrace: the capture helper took longer than 2000 ms; in-process fallback");
+    /* The wait is the timeout, not the helper's 30 s: at least 2 s, well under 30. */
+    if (took < 2000000000ull || took > 8000000000ull) {
+        fail_msg("signal to process end took %.1f ms", (double)took / 1e6);
+    }
+    check_crashed_thread_and_exe(f);
+}
+
+static void test_thread_capture_helper_without_status_falls_back(void **state)
+{
+    struct fixture *f = *state;
+    char helper[700], env[800];
+
+    write_fake_helper(f, "exit 3", helper, sizeof(helper));
+    snprintf(env, sizeof(env), "NWB_CRASH_HELPER=%s", helper);
+    (void)crash_and_parse(f, 0, env);
+    assert_int_equal(f->view.method, NWB_CRASH_CAPTURE_IN_PROCESS);
+    assert_note(&f->view, "ptrace: the capture helper ended without a status (exit 3); "
+                          "in-process fallback");
+    check_crashed_thread_and_exe(f);
+}
+
+/* The largest capture the helper can take stays within the file bound; a small one is 64 KiB. */
+static void test_thread_capture_stack_budget_keeps_the_file_bound(void **state)
+{
+    const size_t max_rec = 40u + 8u * NWB_CRASH_REGS_MAX;
+    const size_t max_mod = 32u + NWB_CRASH_CAPTURE_BUILD_ID_MAX + NWB_CRASH_CAPTURE_PATH_MAX;
+
+    (void)state;
+    assert_int_equal(nwb__crash_capture_stack_budget(3, 20), NWB__CRASH_CAPTURE_STACK_BYTES);
+    assert_int_equal(nwb__crash_capture_stack_budget(1, 0), NWB__CRASH_CAPTURE_STACK_BYTES);
+    for (size_t n = 900; n <= NWB_CRASH_CAPTURE_THREADS_MAX; n++) {
+        const size_t per = nwb__crash_capture_stack_budget(n, NWB_CRASH_CAPTURE_MODULES_MAX);
+        const size_t total = 32u + NWB_CRASH_CAPTURE_NOTE_MAX + n * (max_rec + per) +
+                             NWB_CRASH_CAPTURE_MODULES_MAX * max_mod;
+
+        assert_true(per <= NWB__CRASH_CAPTURE_STACK_BYTES);
+        assert_true(total <= NWB_CRASH_CAPTURE_FILE_MAX);
+        /* One byte more per thread would not fit: the budget is tight. */
+        if (per < NWB__CRASH_CAPTURE_STACK_BYTES) {
+            assert_true(total + n > NWB_CRASH_CAPTURE_FILE_MAX);
+        }
+    }
+    assert_true(nwb__crash_capture_stack_budget(1024, 1024) > 56u * 1024u);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -298,6 +378,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_thread_capture_ptrace_lists_every_named_thread),
         T(test_thread_capture_falls_back_in_process_when_ptrace_is_denied),
+        T(test_thread_capture_hung_helper_is_given_up_at_the_timeout),
+        T(test_thread_capture_helper_without_status_falls_back),
+        T(test_thread_capture_stack_budget_keeps_the_file_bound),
         T(test_thread_capture_time_from_signal_to_package),
     };
 

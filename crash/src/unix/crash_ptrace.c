@@ -342,17 +342,18 @@ static void read_stack(const struct capture *c, struct thread *t, size_t max, in
     t->stack_len = got;
 }
 
-/* The per-thread stack bound that keeps the file within NWB_CRASH_CAPTURE_FILE_MAX. */
-static size_t stack_budget(const struct capture *c)
+size_t nwb__crash_capture_stack_budget(size_t nthreads, size_t nmodules)
 {
     const size_t fixed =
-        32u + NWB_CRASH_CAPTURE_NOTE_MAX + c->nthreads * (40u + 8u * NWB_CRASH_REGS_MAX) +
-        c->nmodules * (32u + NWB_CRASH_CAPTURE_BUILD_ID_MAX + NWB_CRASH_CAPTURE_PATH_MAX);
+        32u + NWB_CRASH_CAPTURE_NOTE_MAX + nthreads * (40u + 8u * NWB_CRASH_REGS_MAX) +
+        nmodules * (32u + NWB_CRASH_CAPTURE_BUILD_ID_MAX + NWB_CRASH_CAPTURE_PATH_MAX);
     size_t per = NWB__CRASH_CAPTURE_STACK_BYTES;
 
-    if (c->nthreads > 0 && fixed < NWB_CRASH_CAPTURE_FILE_MAX &&
-        (NWB_CRASH_CAPTURE_FILE_MAX - fixed) / c->nthreads < per) {
-        per = (NWB_CRASH_CAPTURE_FILE_MAX - fixed) / c->nthreads;
+    if (fixed >= NWB_CRASH_CAPTURE_FILE_MAX) {
+        return 0;
+    }
+    if (nthreads > 0 && (NWB_CRASH_CAPTURE_FILE_MAX - fixed) / nthreads < per) {
+        per = (NWB_CRASH_CAPTURE_FILE_MAX - fixed) / nthreads;
     }
     return per;
 }
@@ -503,7 +504,7 @@ int nwb__crash_ptrace_capture(const struct nwb__crash_capture_args *args, char *
     }
     mods = nwb__crash_proc_modules(args->pid, &c.modules);
     c.nmodules = mods > 0 ? (size_t)mods : 0;
-    per_thread = stack_budget(&c);
+    per_thread = nwb__crash_capture_stack_budget(c.nthreads, c.nmodules);
     snprintf(mem_path, sizeof(mem_path), "/proc/%d/mem", args->pid);
     mem_fd = open(mem_path, O_RDONLY | O_CLOEXEC);
     for (size_t i = 0; i < c.nthreads; i++) {
