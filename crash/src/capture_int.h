@@ -195,7 +195,6 @@ struct nwb__crash_capture_args {
     int tid;             /* the thread that took the signal */
     const char *dir;     /* the package folder being written (<name>.tmp) */
     int regs_fd;         /* the handler's signal registers arrive here */
-    int status_fd;       /* "ok <note>" or "fail <reason>" goes here, then it closes */
     unsigned timeout_ms; /* for the whole capture */
 };
 

@@ -7,7 +7,8 @@
  * the build id readelf reads. Under a seccomp filter that fails ptrace with EPERM the package
  * carries the in-process capture (method 2) with the reason; so it does when the helper hangs
  * (the handler gives up at its 2 s timeout, not later) or ends without a status. The stack
- * budget keeps the largest capture within the file bound. Also measures the time from the
+ * budget keeps the largest capture within the file bound, and "nwb-crash capture" refuses bad
+ * arguments and bad register messages with a one-line reason. Also measures the time from the
  * signal to the process's end (package written) with and without the ptrace capture.
  */
 #define _GNU_SOURCE
@@ -23,8 +24,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "nwb/byte_order.h"
 
 #include "nwb/crash_capture.h"
 
@@ -342,6 +347,109 @@ static void test_thread_capture_stack_budget_keeps_the_file_bound(void **state)
     assert_true(nwb__crash_capture_stack_budget(1024, 1024) > 56u * 1024u);
 }
 
+/*
+ * Run "nwb-crash capture" for @p pid with @p msg on its register pipe (fd 3); its status line
+ * (fd 4) into @p status. Returns its exit code.
+ */
+static int run_capture_cli(struct fixture *f, int pid, const void *msg, size_t len, char *status,
+                           size_t cap)
+{
+    char pid_arg[16];
+    int regs[2], st[2], wstatus;
+    size_t used = 0;
+    pid_t child;
+
+    snprintf(pid_arg, sizeof(pid_arg), "%d", pid);
+    assert_int_equal(pipe(regs), 0);
+    assert_int_equal(pipe(st), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(regs[0], 3);
+        dup2(st[1], 4);
+        for (int fd = 5; fd < 1024; fd++) {
+            close(fd); /* our write end of the register pipe among them: the helper sees EOF */
+        }
+        execl(NWB_CRASH_HELPER_EXE, NWB_CRASH_HELPER_EXE, "capture", "--pid", pid_arg, "--tid",
+              pid_arg, "--dir", f->base, "--regs-fd", "3", "--status-fd", "4", "--timeout-ms",
+              "1000", (char *)NULL);
+        _exit(127);
+    }
+    close(regs[0]);
+    close(st[1]);
+    assert_int_equal(write(regs[1], msg, len), (ssize_t)len); /* under PIPE_BUF: one write */
+    close(regs[1]);
+    for (;;) {
+        struct pollfd pfd = {st[0], POLLIN, 0};
+        ssize_t n;
+
+        assert_true(poll(&pfd, 1, 10000) == 1);
+        n = read(st[0], status + used, cap - 1 - used);
+        if (n <= 0) {
+            break;
+        }
+        used += (size_t)n;
+    }
+    status[used] = '\0';
+    close(st[0]);
+    assert_int_equal(waitpid(child, &wstatus, 0), child);
+    assert_true(WIFEXITED(wstatus));
+    return WEXITSTATUS(wstatus);
+}
+
+static void test_thread_capture_cli_refuses_bad_input_with_a_reason(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t msg[4 + 8 * NWB_CRASH_REGS_MAX] = {0};
+    char status[600];
+    pid_t gone;
+    int wstatus;
+
+    /* A pid that no longer exists: a child already reaped. */
+    gone = fork();
+    assert_true(gone >= 0);
+    if (gone == 0) {
+        _exit(0);
+    }
+    assert_int_equal(waitpid(gone, &wstatus, 0), gone);
+
+    assert_int_equal(run_capture_cli(f, gone, msg, 3, status, sizeof(status)), 1);
+    assert_string_equal(status, "fail ptrace: no registers from the handler (3 bytes)\n");
+
+    nwb_le16_store(msg, NWB_CRASH_ARCH_X86_64);
+    nwb_le16_store(msg + 2, NWB_CRASH_REGS_AARCH64);
+    assert_int_equal(run_capture_cli(f, gone, msg, sizeof(msg), status, sizeof(status)), 1);
+    assert_string_equal(status,
+                        "fail ptrace: bad register message (arch 1, 33 registers, 268 bytes)\n");
+
+#if defined(__x86_64__)
+    nwb_le16_store(msg + 2, NWB_CRASH_REGS_X86_64);
+    assert_int_equal(
+        run_capture_cli(f, gone, msg, 4 + 8 * NWB_CRASH_REGS_X86_64, status, sizeof(status)), 1);
+    {
+        char want[200];
+
+        snprintf(want, sizeof(want), "fail ptrace: /proc/%d/task: No such file or directory\n",
+                 (int)gone);
+        assert_string_equal(status, want);
+    }
+#endif
+    /* Missing arguments: usage, exit 2, the reason on one line first. */
+    {
+        char cmd[1200], line[256];
+        FILE *p;
+
+        snprintf(cmd, sizeof(cmd), "'%s' capture --pid 5 2>&1", NWB_CRASH_HELPER_EXE);
+        p = popen(cmd, "r");
+        assert_non_null(p);
+        assert_non_null(fgets(line, sizeof(line), p));
+        while (fgetc(p) != EOF) {
+        }
+        assert_int_equal(WEXITSTATUS(pclose(p)), 2);
+        assert_string_equal(line, "nwb-crash: capture needs --pid, --tid, --dir and --regs-fd\n");
+    }
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -381,6 +489,7 @@ int main(void)
         T(test_thread_capture_hung_helper_is_given_up_at_the_timeout),
         T(test_thread_capture_helper_without_status_falls_back),
         T(test_thread_capture_stack_budget_keeps_the_file_bound),
+        T(test_thread_capture_cli_refuses_bad_input_with_a_reason),
         T(test_thread_capture_time_from_signal_to_package),
     };
 

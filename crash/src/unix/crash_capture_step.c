@@ -2,10 +2,11 @@
 /*
  * crash_capture_step.c - the handler's part of the thread capture (threads.nwbc): start
  * "nwb-crash capture", allow it to ptrace this process (PR_SET_PTRACER), hand it the signal
- * context's registers through a pipe, and wait for its status line at most
+ * context's registers through a socket pair, and wait for its status line (a pipe) at most
  * NWB__CRASH_CAPTURE_TIMEOUT_MS with poll(). When ptrace is unavailable, or the helper fails
  * or is late, write the in-process capture instead, with the reason in its note.
- * Async-signal-safe: pipe2, prctl, write, read, poll, clock_gettime, kill, waitpid, unlinkat.
+ * Async-signal-safe: socketpair, send, pipe2, prctl, read, poll, clock_gettime, kill, waitpid,
+ * unlinkat.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
@@ -172,7 +174,7 @@ static int capture_with_helper(struct nwb__crash_pkg *pkg, const uint64_t *regs,
 {
     static uint8_t msg[4 + 8 * NWB_CRASH_REGS_MAX];
     static struct line st;
-    int regs_pipe[2], status_pipe[2];
+    int regs_sock[2], status_pipe[2]; /* [0] the helper's end of the registers, [1] ours */
     int child, status = 0, closed;
     size_t len = 0;
 
@@ -180,25 +182,27 @@ static int capture_with_helper(struct nwb__crash_pkg *pkg, const uint64_t *regs,
         line_str(why, "ptrace: no capture helper (helper_exe is empty)");
         return 0;
     }
-    if (pipe2(regs_pipe, O_CLOEXEC) != 0) {
-        line_str(why, "ptrace: pipe: ");
+    /* A socket, not a pipe, for what we send: send(MSG_NOSIGNAL) to a helper that already
+     * died is EPIPE, where a pipe would kill this process with SIGPIPE. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, regs_sock) != 0) {
+        line_str(why, "ptrace: socketpair: ");
         line_errno(why, errno);
         return 0;
     }
     if (pipe2(status_pipe, O_CLOEXEC) != 0) {
         line_str(why, "ptrace: pipe: ");
         line_errno(why, errno);
-        close(regs_pipe[0]);
-        close(regs_pipe[1]);
+        close(regs_sock[0]);
+        close(regs_sock[1]);
         return 0;
     }
     child =
-        nwb__crash_spawn_capture(pkg->tmp_path, (int)getpid(), tid, regs_pipe[0], status_pipe[1]);
-    close(regs_pipe[0]);
+        nwb__crash_spawn_capture(pkg->tmp_path, (int)getpid(), tid, regs_sock[0], status_pipe[1]);
+    close(regs_sock[0]);
     close(status_pipe[1]);
     if (child < 0) {
         line_str(why, "ptrace: cannot start nwb-crash capture");
-        close(regs_pipe[1]);
+        close(regs_sock[1]);
         close(status_pipe[0]);
         return 0;
     }
@@ -207,14 +211,14 @@ static int capture_with_helper(struct nwb__crash_pkg *pkg, const uint64_t *regs,
     if (prctl(PR_SET_PTRACER, (unsigned long)child, 0, 0, 0) != 0 && errno != EINVAL) {
         line_str(why, "prctl(PR_SET_PTRACER): ");
         line_errno(why, errno);
-        close(regs_pipe[1]);
+        close(regs_sock[1]);
         close(status_pipe[0]);
         kill(child, SIGKILL);
         reap(child, &status);
         return 0;
     }
-    /* arch u16, nregs u16, then the registers (u64, little-endian): under PIPE_BUF, so one
-     * write into the empty pipe neither blocks nor splits. */
+    /* arch u16, nregs u16, then the registers (u64, little-endian): 268 bytes at most, far
+     * below the socket's buffer, so the send does not block. */
     msg[len++] = (uint8_t)arch;
     msg[len++] = (uint8_t)(arch >> 8);
     msg[len++] = (uint8_t)nregs;
@@ -224,8 +228,18 @@ static int capture_with_helper(struct nwb__crash_pkg *pkg, const uint64_t *regs,
             msg[len++] = (uint8_t)(regs[i] >> (8u * b));
         }
     }
-    (void)nwb_write_all(regs_pipe[1], msg, len);
-    close(regs_pipe[1]);
+    for (size_t sent = 0; sent < len;) {
+        const ssize_t n = send(regs_sock[1], msg + sent, len - sent, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break; /* the helper is gone: its status (or its absence) says so below */
+        }
+        sent += (size_t)n;
+    }
+    close(regs_sock[1]);
 
     st.len = 0;
     st.buf[0] = '\0';

@@ -134,6 +134,10 @@ static int read_signal_regs(struct capture *c)
             if (errno == EINTR && now_ns() < c->deadline_ns) {
                 continue;
             }
+            if (errno == EINTR) {
+                return fail(c, "ptrace: no registers from the handler within %u ms",
+                            c->args->timeout_ms);
+            }
             return fail(c, "ptrace: no registers from the handler: %s", strerror(errno));
         }
         got += (size_t)n;
@@ -361,7 +365,7 @@ size_t nwb__crash_capture_stack_budget(size_t nthreads, size_t nmodules)
 static int write_file(struct capture *c, const char *note, size_t note_len)
 {
     char part[NWB_CRASH_PATH_MAX + 64], final[NWB_CRASH_PATH_MAX + 64];
-    size_t cap = 32u + note_len, nwritten = 0;
+    size_t cap = 32u + note_len;
     nwb_crash_capture_writer_t w;
     uint8_t *buf;
     long len;
@@ -401,8 +405,6 @@ static int write_file(struct capture *c, const char *note, size_t note_len)
         rc = fail(c, "ptrace: cannot write %s: %s", part, len < 0 ? "overflow" : strerror(errno));
     } else if (nwb_write_all(fd, buf, (size_t)len) != 0) {
         rc = fail(c, "ptrace: cannot write %s: %s", part, strerror(errno));
-    } else {
-        nwritten = (size_t)len;
     }
     if (fd >= 0) {
         close(fd);
@@ -414,7 +416,6 @@ static int write_file(struct capture *c, const char *note, size_t note_len)
         (void)unlink(part);
     }
     nwb_free(buf);
-    (void)nwritten;
     return rc;
 }
 
@@ -428,31 +429,21 @@ static void detach_all(struct capture *c)
     }
 }
 
-/* The crashed thread first, the others in the kernel's order; threads that did not stop
- * are dropped (counted in the note). Returns how many were dropped. */
-static size_t order_threads(struct capture *c)
+/* Keep the threads that stopped, in order; the crashed thread (always record 0, listed first)
+ * stays whether or not it stopped: its registers and stack need no stop. Returns how many
+ * were dropped. */
+static size_t keep_stopped(struct capture *c)
 {
     size_t kept = 0, dropped = 0;
-    int crashed_seen = 0;
 
     for (size_t i = 0; i < c->nthreads; i++) {
-        struct thread t = c->threads[i];
-
-        if (!t.stopped && t.tid != c->args->tid) {
-            nwb_free(t.stack);
+        if (i > 0 && !c->threads[i].stopped) {
+            nwb_free(c->threads[i].stack);
             dropped++;
             continue;
         }
-        if (t.tid == c->args->tid) {
-            memmove(&c->threads[1], &c->threads[0], kept * sizeof(t));
-            c->threads[0] = t;
-            crashed_seen = 1;
-        } else {
-            c->threads[kept] = t;
-        }
-        kept++;
+        c->threads[kept++] = c->threads[i];
     }
-    (void)crashed_seen;
     c->nthreads = kept;
     return dropped;
 }
@@ -521,7 +512,7 @@ int nwb__crash_ptrace_capture(const struct nwb__crash_capture_args *args, char *
         close(mem_fd);
     }
     detach_all(&c);
-    dropped = order_threads(&c);
+    dropped = keep_stopped(&c);
     {
         const uint64_t us = (now_ns() - t0) / 1000u;
         char text[160];
@@ -563,7 +554,6 @@ int nwb_crash_capture_process(int pid, int tid, const char *pkg_dir, int regs_fd
         .tid = tid,
         .dir = pkg_dir,
         .regs_fd = regs_fd,
-        .status_fd = -1,
         .timeout_ms = timeout_ms,
     };
 
