@@ -136,6 +136,101 @@ void nwb__crash_modules_load(int maps_fd);
 /* The module holding @p pc: its path and the ELF virtual address of @p pc in it. AS-safe. */
 int nwb__crash_module_find(uintptr_t pc, const char **path, uintptr_t *rel);
 
+/*
+ * The mapped files that hold code, from the last nwb__crash_modules_load(): each one's
+ * adjacent mappings as one span (lowest address, one past the highest, the file offset
+ * mapped at the lowest, the path). Sorted by address, not overlapping. AS-safe.
+ */
+unsigned nwb__crash_module_file_count(void);
+int nwb__crash_module_file(unsigned i, uint64_t *lo, uint64_t *hi, uint64_t *file_off,
+                           const char **path);
+
+/* ---- threads.nwbc: every thread's registers and stack (docs/crash.md, "Thread capture") ---- */
+
+#define NWB__CRASH_CAPTURE_TIMEOUT_MS  2000u /* the handler waits this long for the helper */
+#define NWB__CRASH_CAPTURE_STACK_BYTES (64u * 1024u) /* stack bytes taken from each thread's sp */
+#define NWB__CRASH_CAPTURE_REASON_MAX  256u          /* the helper's status line */
+
+/* Read @p n bytes at @p where (a file offset or an address); returns bytes read or -1. */
+typedef long (*nwb__crash_read_fn)(void *ctx, uint64_t where, void *buf, size_t n);
+
+/*
+ * The GNU build id of the ELF64 image @p read sees: a file (@p mapped 0: notes at p_offset)
+ * or an image mapped at address 0 of @p read (@p mapped 1: notes at p_vaddr - first load
+ * page). Copies at most @p cap bytes into @p out; returns the length, 0 when none. AS-safe.
+ */
+size_t nwb__crash_elf_build_id(nwb__crash_read_fn read, void *ctx, int mapped, uint8_t *out,
+                               size_t cap);
+
+/*
+ * The signal context's general registers in DWARF order (docs/crash-capture-format.md) into
+ * @p regs (NWB_CRASH_REGS_MAX); sets @p *arch. Returns the count, 0 on an unknown arch. AS-safe.
+ */
+unsigned nwb__crash_context_regs(const void *ucontext, uint64_t *regs, unsigned *arch);
+
+/*
+ * Handler: write threads.nwbc into @p pkg. Starts "nwb-crash capture" (ptrace, every thread)
+ * and waits for it at most NWB__CRASH_CAPTURE_TIMEOUT_MS; when ptrace is unavailable or the
+ * helper fails, writes the in-process capture (the crashing thread only) with the reason.
+ * AS-safe.
+ */
+void nwb__crash_capture_threads(struct nwb__crash_pkg *pkg, const void *ucontext, int tid,
+                                const char *tname);
+
+/*
+ * Handler fallback: threads.nwbc (method 2) in @p dir_fd with the crashing thread's signal
+ * registers, up to NWB__CRASH_CAPTURE_STACK_BYTES of its stack from sp, and the code
+ * modules of the last nwb__crash_modules_load(). @p note says why. AS-safe. 0 or -1.
+ */
+int nwb__crash_inproc_capture(int dir_fd, const uint64_t *regs, unsigned nregs, unsigned arch,
+                              int tid, const char *tname, const char *note, size_t note_len);
+
+/* Read this process's memory without faulting (process_vm_readv on itself). AS-safe. */
+long nwb__crash_self_read(uint64_t addr, void *buf, size_t n);
+
+/* ---- the capture helper (nwb-crash capture, crash_ptrace.c, crash_proc_modules.c) ---- */
+
+struct nwb__crash_capture_args {
+    int pid;             /* the crashed process */
+    int tid;             /* the thread that took the signal */
+    const char *dir;     /* the package folder being written (<name>.tmp) */
+    int regs_fd;         /* the handler's signal registers arrive here */
+    unsigned timeout_ms; /* for the whole capture */
+};
+
+/*
+ * Attach to every thread of args->pid with PTRACE_SEIZE + PTRACE_INTERRUPT, read registers,
+ * names and stacks, the code modules with build ids, detach, and write <dir>/threads.nwbc
+ * (method 1). Returns 0 with a note for the file in @p note, or -1 with a one-line reason.
+ */
+int nwb__crash_ptrace_capture(const struct nwb__crash_capture_args *args, char *note,
+                              size_t note_cap);
+
+/*
+ * The stack bytes taken from each of @p nthreads threads: NWB__CRASH_CAPTURE_STACK_BYTES, less
+ * when the file would pass NWB_CRASH_CAPTURE_FILE_MAX with @p nmodules modules and every
+ * other field at its bound.
+ */
+size_t nwb__crash_capture_stack_budget(size_t nthreads, size_t nmodules);
+
+/* One module of the capture helper's list: a file's adjacent mappings holding code. */
+struct nwb__crash_proc_module {
+    uint64_t start, end, file_offset;
+    uint8_t build_id[64];
+    size_t build_id_len;
+    char *path; /* nwb_malloc'd */
+    size_t path_len;
+};
+
+/*
+ * The code modules of process @p pid from /proc/PID/maps (at most
+ * NWB_CRASH_CAPTURE_MODULES_MAX), with each one's build id read from its file (through
+ * /proc/PID/map_files, else the path). Fills a nwb_malloc'd array into @p *out.
+ * Returns the count or a negated errno. Not AS-safe (the helper's side).
+ */
+long nwb__crash_proc_modules(int pid, struct nwb__crash_proc_module **out);
+void nwb__crash_proc_modules_free(struct nwb__crash_proc_module *m, size_t n);
+
 /* ---- the uploader process (crash_spawn.c) ---- */
 
 /*
@@ -145,6 +240,14 @@ int nwb__crash_module_find(uintptr_t pc, const char **path, uintptr_t *rel);
  * fork via syscall, execve, waitpid). Returns 0 or -1.
  */
 int nwb__crash_spawn_helper(int lock_fd);
+
+/*
+ * Start "nwb-crash capture" as a direct child (so the handler can name it with
+ * PR_SET_PTRACER and reap it) with @p regs_fd as its fd 3 and @p status_fd as its fd 4,
+ * stderr appended to upload.log. @p pkg_dir, @p pid and @p tid go on its command line.
+ * Returns the child's pid or -1. AS-safe.
+ */
+int nwb__crash_spawn_capture(const char *pkg_dir, int pid, int tid, int regs_fd, int status_fd);
 
 /* ---- handlers (crash_handler.c) ---- */
 

@@ -2,8 +2,9 @@
 /*
  * nwb_crash.c - the nwb-crash tool: pack a package folder into an archive,
  * upload archives (or a whole crash folder) to nwb-logserver, list what is
- * pending, and "submit", the uploader the crash handler and
- * nwb_crash_install() start outside the dying process.
+ * pending, "submit", the uploader the crash handler and
+ * nwb_crash_install() start outside the dying process, and "capture", the
+ * ptrace helper the handler starts and waits for (threads.nwbc).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "nwb/crash.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 
 #define UPLOAD_LOG_MAX (1024L * 1024L) /* submit truncates its log (its stderr) beyond this */
 #define LIST_MAX       4096u
@@ -32,6 +34,10 @@ static const char usage_text[] =
     "                        [--max-count N] [--max-bytes N] [--lock-fd FD]\n"
     "                                         archive, prune and upload DIR's pending\n"
     "                                         packages (what the crash handler starts)\n"
+    "       nwb-crash capture --pid PID --tid TID --dir PKG --regs-fd FD --status-fd FD\n"
+    "                         [--timeout-ms N]\n"
+    "                                         (the crash handler's helper) write PKG/threads.nwbc\n"
+    "                                         from every thread of PID, with ptrace\n"
     "DIR defaults to $NWB_CRASH_DIR, else ./nwb-crashes; the server to $NWB_LOGSERVER,\n"
     "else 127.0.0.1:7650. Exit status: 0 done, 1 failed or still pending, 2 usage.\n";
 
@@ -53,6 +59,7 @@ struct args {
     unsigned long long max_bytes;
     int lock_fd;
     int no_wait;
+    int pid, tid, regs_fd, status_fd; /* capture */
 };
 
 static int parse_num(const char *s, unsigned long long max, unsigned long long *out)
@@ -77,6 +84,8 @@ static int parse_args(int argc, char **argv, struct args *a)
     memset(a, 0, sizeof(*a));
     a->lock_fd = -1;
     a->wait_ms = 60000;
+    a->regs_fd = -1;
+    a->status_fd = -1;
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -111,6 +120,14 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->max_count = (unsigned)n;
         } else if (strcmp(o, "--max-bytes") == 0 && parse_num(v, 1ull << 50, &n) == 0) {
             a->max_bytes = n;
+        } else if (strcmp(o, "--pid") == 0 && parse_num(v, 1u << 30, &n) == 0) {
+            a->pid = (int)n;
+        } else if (strcmp(o, "--tid") == 0 && parse_num(v, 1u << 30, &n) == 0) {
+            a->tid = (int)n;
+        } else if (strcmp(o, "--regs-fd") == 0 && parse_num(v, 1000000u, &n) == 0) {
+            a->regs_fd = (int)n;
+        } else if (strcmp(o, "--status-fd") == 0 && parse_num(v, 1000000u, &n) == 0) {
+            a->status_fd = (int)n;
         } else if (strcmp(o, "--lock-fd") == 0) {
             if (strcmp(v, "-1") == 0) {
                 a->lock_fd = -1;
@@ -269,6 +286,27 @@ static int cmd_submit(const struct args *a)
     return run_pending(a, a->dir != NULL ? a->dir : a->positional, a->lock_fd, stderr);
 }
 
+/* The handler reads "ok <note>" or "fail <reason>" from the status pipe, then EOF. */
+static int cmd_capture(const struct args *a)
+{
+    char note[512], line[600];
+    int rc, n;
+
+    if (a->pid <= 0 || a->tid <= 0 || a->dir == NULL || a->regs_fd < 0) {
+        return usage_error("capture needs --pid, --tid, --dir and --regs-fd", NULL);
+    }
+    rc = nwb_crash_capture_process(a->pid, a->tid, a->dir, a->regs_fd,
+                                   a->timeout_ms != 0 ? a->timeout_ms : 1500u, note, sizeof(note));
+    n = snprintf(line, sizeof(line), "%s %s\n", rc == 0 ? "ok" : "fail", note);
+    if (n > 0 && a->status_fd >= 0) {
+        (void)nwb_write_all(a->status_fd, line,
+                            (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        close(a->status_fd);
+    }
+    fprintf(stderr, "nwb-crash: capture of pid %d: %s", a->pid, line);
+    return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct args a;
@@ -297,6 +335,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "submit") == 0) {
         return cmd_submit(&a);
+    }
+    if (strcmp(argv[1], "capture") == 0) {
+        return cmd_capture(&a);
     }
     return usage_error("unknown command", argv[1]);
 }

@@ -6,12 +6,21 @@
  * into the crash log tail the way the client worker does, and dies as
  * CRASH_PROG_MODE says: null, abort, stack_main, stack_thread, fpe,
  * thread_signal, early (before any logging), double_fault (the on_crash hook
- * faults too), race (four threads fault at once), handler_hang (the hook never returns), trap; or
+ * faults too), race (four threads fault at once), handler_hang (the hook never returns), trap,
+ * threads_null (two named threads wait while the main thread dereferences NULL); or
  * ok, gpu, gpu_vendor (no crash, exit 0). CRASH_PROG_PENDING_MAX sets pending_max_count,
- * CRASH_PROG_WATCHDOG watchdog_s.
+ * CRASH_PROG_WATCHDOG watchdog_s. CRASH_PROG_DENY_PTRACE=1 installs a seccomp filter first
+ * that fails ptrace(2) with EPERM, for this process and the helpers it starts.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +132,63 @@ static int race(void)
     }
     for (int i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
+    }
+    return 0;
+}
+
+/* Two named threads that wait for good: the capture must list them beside the main thread. */
+static pthread_barrier_t named_barrier;
+
+static void *named_wait(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&named_barrier);
+    for (;;) {
+        pause();
+    }
+    return NULL;
+}
+
+static int threads_null(void)
+{
+    static const char *const names[] = {"nwb-render", "nwb-audio"};
+    pthread_t t;
+
+    pthread_barrier_init(&named_barrier, NULL, 3);
+    for (int i = 0; i < 2; i++) {
+        if (nwb_crash_thread_create_named(&t, NULL, names[i], named_wait, NULL) != 0) {
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&named_barrier); /* both are running (and named) */
+    crash_prog_null_deref();
+    return 0;
+}
+
+/* seccomp: ptrace(2) fails with EPERM; everything else is allowed. Inherited across execve. */
+static int deny_ptrace(void)
+{
+#if defined(__x86_64__)
+#define CRASH_PROG_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CRASH_PROG_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CRASH_PROG_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof(filter) / sizeof(filter[0])),
+                              .filter = filter};
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+        perror("crash_prog: seccomp");
+        return -1;
     }
     return 0;
 }
@@ -240,6 +306,9 @@ int main(int argc, char **argv)
     int err;
 
     mode = mode != NULL ? mode : "ok";
+    if (getenv("CRASH_PROG_DENY_PTRACE") != NULL && deny_ptrace() != 0) {
+        return 4;
+    }
     cfg.version = "9.8.7-test";
     if (getenv("CRASH_PROG_PENDING_MAX") != NULL) {
         cfg.pending_max_count = (unsigned)atoi(getenv("CRASH_PROG_PENDING_MAX"));
@@ -281,6 +350,8 @@ int main(int argc, char **argv)
         return start_thread(crash_prog_thread_raise);
     } else if (strcmp(mode, "race") == 0) {
         return race();
+    } else if (strcmp(mode, "threads_null") == 0) {
+        return threads_null();
     } else if (strcmp(mode, "trap") == 0) {
         crash_prog_trap();
     } else if (strcmp(mode, "gpu") == 0 || strcmp(mode, "gpu_vendor") == 0) {

@@ -182,6 +182,19 @@ NWB_API int nwb_crash_capture_gpu(const nwb_crash_gpu_info_t *info, char *name_o
 /* ---- packaging, upload and the pending folder (outside the dying process) ---- */
 
 /**
+ * "nwb-crash capture": attach to every thread of the crashed process @p pid with ptrace,
+ * read registers, names and up to 64 KiB of stack each, and the code modules with build ids,
+ * detach, and write threads.nwbc (docs/crash-capture-format.md, method 1) into the package
+ * folder @p pkg_dir. The crashed thread @p tid's registers are the signal context's, read
+ * from @p regs_fd (arch u16, nregs u16, nregs u64, little-endian; the handler writes them).
+ * Takes at most @p timeout_ms. Returns 0 with the file's note in @p note, or -1 with a
+ * one-line reason there ("ptrace: EPERM (Yama ptrace_scope 3)"). Not for the dying process
+ * itself: the crash handler starts it (docs/crash.md, "Thread capture").
+ */
+NWB_API int nwb_crash_capture_process(int pid, int tid, const char *pkg_dir, int regs_fd,
+                                      unsigned timeout_ms, char *note, size_t note_cap);
+
+/**
  * Archive the package directory @p dir into @p out_file (regular files only,
  * sorted, names relative to @p dir). The format follows the name: .tar.zst
  * (default for any other name), .tar.gz, .tar or .zip. Written to a temporary

@@ -2,7 +2,7 @@
 /*
  * crash_handler.c - the fatal-signal handler. Only the first fatal signal is
  * handled; it writes the package (manifest, crash data, memory map, log tail,
- * the application's app.txt) with async-signal-safe calls, starts the
+ * the application's app.txt, threads.nwbc) with async-signal-safe calls, starts the
  * uploader, restores the default dispositions and re-raises, so the exit
  * status and core dump are what they would have been without it.
  */
@@ -254,6 +254,10 @@ static void write_package(int sig, const siginfo_t *si, const ucontext_t *uc)
     if (fd >= 0) {
         close(fd);
     }
+
+    /* Every thread from outside (ptrace helper, at most NWB__CRASH_CAPTURE_TIMEOUT_MS), else
+     * this thread from inside; after maps.txt, whose scan the fallback's module list uses. */
+    nwb__crash_capture_threads(&pkg, uc, tid, tname);
 
     nwb__crash_pkg_write_tail(&pkg);
     write_app(&pkg);

@@ -24,8 +24,18 @@ struct exec_range {
     int base_readable;
 };
 
+/* One file's adjacent mappings (a module of threads.nwbc), kept when one of them is executable. */
+struct file_span {
+    uintptr_t lo, hi;   /* lowest mapped address, one past the highest */
+    uintptr_t file_off; /* file offset mapped at lo */
+    uint32_t path_off;  /* into path_pool */
+    int has_exec;
+};
+
 static struct exec_range ranges[NWB_CRASH_MODULES_MAX];
 static unsigned range_count;
+static struct file_span spans[NWB_CRASH_MODULES_MAX];
+static unsigned span_count;
 static char path_pool[PATH_POOL_BYTES];
 static size_t pool_used;
 
@@ -141,6 +151,24 @@ static void parse_line(const char *line, size_t len)
         cur_base = off == 0 ? lo : 0;
         cur_base_len = off == 0 ? hi - lo : 0;
         cur_base_readable = off == 0 && perms[0] == 'r';
+        /* A new file starts a new span; the previous one is dropped unless it held code. */
+        if (span_count > 0 && !spans[span_count - 1].has_exec) {
+            span_count--;
+        }
+        if (span_count < NWB_CRASH_MODULES_MAX) {
+            struct file_span *sp = &spans[span_count++];
+
+            sp->lo = lo;
+            sp->hi = hi;
+            sp->file_off = off;
+            sp->path_off = po;
+            sp->has_exec = 0;
+        }
+    } else if (span_count > 0) {
+        spans[span_count - 1].hi = hi;
+    }
+    if (perms[2] == 'x' && span_count > 0) {
+        spans[span_count - 1].has_exec = 1;
     }
     if (perms[2] == 'x' && range_count < NWB_CRASH_MODULES_MAX) {
         struct exec_range *r = &ranges[range_count++];
@@ -164,6 +192,7 @@ void nwb__crash_modules_load(int maps_fd)
     const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
     range_count = 0;
+    span_count = 0;
     pool_used = 0;
     cur_valid = 0;
     if (fd < 0) {
@@ -198,6 +227,9 @@ void nwb__crash_modules_load(int maps_fd)
     }
     if (line_len > 0) {
         parse_line(line, line_len);
+    }
+    if (span_count > 0 && !spans[span_count - 1].has_exec) {
+        span_count--;
     }
     if (cut && maps_fd >= 0) {
         (void)nwb_write_all(maps_fd, "[truncated]\n", 12);
@@ -248,4 +280,22 @@ int nwb__crash_module_find(uintptr_t pc, const char **path, uintptr_t *rel)
         }
     }
     return -1;
+}
+
+unsigned nwb__crash_module_file_count(void)
+{
+    return span_count;
+}
+
+int nwb__crash_module_file(unsigned i, uint64_t *lo, uint64_t *hi, uint64_t *file_off,
+                           const char **path)
+{
+    if (i >= span_count) {
+        return -1;
+    }
+    *lo = spans[i].lo;
+    *hi = spans[i].hi;
+    *file_off = spans[i].file_off;
+    *path = path_pool + spans[i].path_off;
+    return 0;
 }

@@ -4,6 +4,7 @@
  * handler or at start-up: a raw fork (glibc's fork() runs atfork handlers
  * and is not safe in a handler), a second fork so the uploader is re-parented
  * to init and never left a zombie, then execve with a clean signal mask.
+ * Also the capture helper (nwb-crash capture), a direct child the handler waits for.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -95,4 +96,78 @@ int nwb__crash_spawn_helper(int lock_fd)
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     return 0;
+}
+
+/* Decimal of @p v into @p out (at least 12 bytes). AS-safe. */
+static void put_decimal(char *out, unsigned v)
+{
+    char tmp[12];
+    int n = 0, i = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0) {
+        out[i++] = tmp[--n];
+    }
+    out[i] = '\0';
+}
+
+int nwb__crash_spawn_capture(const char *pkg_dir, int pid, int tid, int regs_fd, int status_fd)
+{
+    struct nwb__crash_state *g = &nwb__crash_g;
+    static char pid_arg[16], tid_arg[16], timeout_arg[16];
+    static char *argv[16];
+    pid_t child;
+
+    if (!g->have_helper) {
+        return -1;
+    }
+    put_decimal(pid_arg, (unsigned)pid);
+    put_decimal(tid_arg, (unsigned)tid);
+    /* The helper stops a little before the handler gives up on it. */
+    put_decimal(timeout_arg, NWB__CRASH_CAPTURE_TIMEOUT_MS * 3u / 4u);
+    child = raw_fork();
+    if (child != 0) {
+        return child < 0 ? -1 : (int)child;
+    }
+    {
+        sigset_t none;
+        int nul, log, regs, status, argc = 0;
+
+        /* Park the pipe ends high so setting up 0..4 cannot clobber them. */
+        regs = fcntl(regs_fd, F_DUPFD, PARK_FD);
+        status = fcntl(status_fd, F_DUPFD, PARK_FD);
+        nul = open("/dev/null", O_RDWR);
+        log = open(g->upload_log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+        if (nul >= 0) {
+            dup2(nul, STDIN_FILENO);
+            dup2(nul, STDOUT_FILENO);
+            dup2(log >= 0 ? log : nul, STDERR_FILENO);
+        }
+        if (regs < 0 || status < 0 || dup2(regs, 3) != 3 || dup2(status, 4) != 4) {
+            _exit(127);
+        }
+        close_from(5);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        argv[argc++] = g->helper_argv[0];
+        argv[argc++] = (char *)(uintptr_t) "capture";
+        argv[argc++] = (char *)(uintptr_t) "--pid";
+        argv[argc++] = pid_arg;
+        argv[argc++] = (char *)(uintptr_t) "--tid";
+        argv[argc++] = tid_arg;
+        argv[argc++] = (char *)(uintptr_t) "--dir";
+        argv[argc++] = (char *)(uintptr_t)pkg_dir;
+        argv[argc++] = (char *)(uintptr_t) "--regs-fd";
+        argv[argc++] = (char *)(uintptr_t) "3";
+        argv[argc++] = (char *)(uintptr_t) "--status-fd";
+        argv[argc++] = (char *)(uintptr_t) "4";
+        argv[argc++] = (char *)(uintptr_t) "--timeout-ms";
+        argv[argc++] = timeout_arg;
+        argv[argc] = NULL;
+        execve(argv[0], argv, environ);
+        _exit(127);
+    }
 }
