@@ -301,9 +301,8 @@ int nwb__elf_check_mem(const void *data, size_t size, struct nwb__elf_info *out,
     return nwb__elf_check(mem_read, &m, size, out, reason);
 }
 
-static int fd_read(void *ctx, uint64_t off, void *buf, size_t len)
+int nwb__elf_pread_exact(int fd, void *buf, size_t len, uint64_t off)
 {
-    const int fd = *(const int *)ctx;
     size_t done = 0;
 
     while (done < len) {
@@ -321,6 +320,11 @@ static int fd_read(void *ctx, uint64_t off, void *buf, size_t len)
         done += (size_t)n;
     }
     return 0;
+}
+
+static int fd_read(void *ctx, uint64_t off, void *buf, size_t len)
+{
+    return nwb__elf_pread_exact(*(const int *)ctx, buf, len, off);
 }
 
 int nwb__elf_check_fd(int fd, uint64_t size, struct nwb__elf_info *out, const char **reason)

@@ -45,6 +45,10 @@ int nwb__elf_check(nwb__elf_read_fn read, void *ctx, uint64_t size, struct nwb__
 int nwb__elf_check_mem(const void *data, size_t size, struct nwb__elf_info *out,
                        const char **reason);
 
+/* Read exactly @p len bytes of @p fd at @p off (pread, EINTR retried): 0, NWB_ETRUNCATED when
+ * the file ends first, or a negative errno. What nwb__elf_check_fd() reads with. */
+int nwb__elf_pread_exact(int fd, void *buf, size_t len, uint64_t off);
+
 /* nwb__elf_check() over the first @p size bytes of the open file @p fd (pread). */
 int nwb__elf_check_fd(int fd, uint64_t size, struct nwb__elf_info *out, const char **reason);
 
