@@ -67,7 +67,10 @@ static int setup(void **state)
     /* The cap is exactly the server binary's size: it is taken, one byte more is not. */
     snprintf(cap, sizeof(cap), "%zu", f->cap);
     {
-        const char *extra[] = {"--symbols-dir", f->symbols, "--symbols-max-bytes", cap, NULL};
+        /* A generous request timeout: under valgrind a 9 MB upload takes more than 10 s. */
+        const char *extra[] = {
+            "--symbols-dir", f->symbols, "--symbols-max-bytes", cap, "--request-timeout-ms",
+            "120000",        NULL};
 
         if (tu_start(&f->srv, f->out, 0, extra) != 0) {
             free(f);
