@@ -147,6 +147,22 @@ static void post_run(struct nwb__conn *c)
     }
 }
 
+/* Finish the object @p j writes into @p b and answer it with @p status; @p fallback (a text
+ * answer of the same status, or 503 when NULL) when it could not be built. */
+static void respond_json(struct nwb__conn *c, int status, nwb_json_t *j, nwb_buf_t *b,
+                         const char *fallback)
+{
+    nwb_json_obj_end(j);
+    nwb_json_space(j, "\n", 1);
+    if (nwb_json_finish(j) != 0) {
+        nwb__conn_respond_error(c, fallback != NULL ? status : 503,
+                                fallback != NULL ? fallback : "out of memory");
+    } else {
+        nwb__conn_respond(c, status, "application/json", (const char *)b->data, b->len, 0, NULL);
+    }
+    nwb_buf_cleanup(b);
+}
+
 /* {"build_id":..,"size":..,"has_debug_info":..[,"stored":..]} (@p stored < 0: left out). */
 static void respond_info(struct nwb__conn *c, int status, const char *hex, uint64_t size,
                          int has_debug_info, int stored)
@@ -166,14 +182,7 @@ static void respond_info(struct nwb__conn *c, int status, const char *hex, uint6
         nwb_json_key(&j, "stored");
         nwb_json_bool(&j, stored);
     }
-    nwb_json_obj_end(&j);
-    nwb_json_space(&j, "\n", 1);
-    if (nwb_json_finish(&j) != 0) {
-        nwb__conn_respond_error(c, 503, "out of memory");
-    } else {
-        nwb__conn_respond(c, status, "application/json", (const char *)b.data, b.len, 0, NULL);
-    }
-    nwb_buf_cleanup(&b);
+    respond_json(c, status, &j, &b, NULL);
 }
 
 /* 400 {"error":"<reason>"}. */
@@ -186,14 +195,7 @@ static void respond_refused(struct nwb__conn *c, const char *reason)
     nwb_json_obj_begin(&j);
     nwb_json_key(&j, "error");
     nwb_json_cstr(&j, reason);
-    nwb_json_obj_end(&j);
-    nwb_json_space(&j, "\n", 1);
-    if (nwb_json_finish(&j) != 0) {
-        nwb__conn_respond_error(c, 400, reason);
-    } else {
-        nwb__conn_respond(c, 400, "application/json", (const char *)b.data, b.len, 0, NULL);
-    }
-    nwb_buf_cleanup(&b);
+    respond_json(c, 400, &j, &b, reason);
 }
 
 static void post_done(struct nwb__conn *c)

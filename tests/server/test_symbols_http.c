@@ -166,6 +166,22 @@ static int count_stored(const struct fx *f)
     return atoi(out);
 }
 
+/* POST @p len bytes of @p data to @p url: @p status and the strict JSON answer describing the
+ * test's own build id, @p len bytes, @p has_debug_info and @p stored. */
+static void post_expect_stored(const struct fx *f, const char *url, const void *data, size_t len,
+                               int status, int has_debug_info, int stored)
+{
+    char body[4096], want[512];
+
+    assert_int_equal(nwb_test_http(f->srv.port, "POST", url, NULL, data, len, body, sizeof(body)),
+                     status);
+    expect_json(body, "the POST /v1/symbols answer");
+    snprintf(want, sizeof(want),
+             "{\"build_id\":\"%s\",\"size\":%zu,\"has_debug_info\":%s,\"stored\":%s}\n", f->id, len,
+             has_debug_info ? "true" : "false", stored ? "true" : "false");
+    assert_string_equal(body, want);
+}
+
 static void test_upload_own_executable(void **state)
 {
     struct fx *f = *state;
@@ -206,18 +222,10 @@ static void test_upload_own_executable(void **state)
     /* The same as a raw request: 200 and its JSON. */
     self = nwb_test_read_file(f->self, &len);
     assert_non_null(self);
-    assert_int_equal(
-        nwb_test_http(f->srv.port, "POST", "/v1/symbols", NULL, self, len, body, sizeof(body)),
-        200);
-    expect_json(body, "the 200 answer");
-    snprintf(want, sizeof(want),
-             "{\"build_id\":\"%s\",\"size\":%zu,\"has_debug_info\":true,\"stored\":false}\n", f->id,
-             len);
-    assert_string_equal(body, want);
+    post_expect_stored(f, "/v1/symbols", self, len, 200, 1, 0);
     /* The right ?build_id= is taken. */
     snprintf(url, sizeof(url), "/v1/symbols?build_id=%s", f->id);
-    assert_int_equal(nwb_test_http(f->srv.port, "POST", url, NULL, self, len, body, sizeof(body)),
-                     200);
+    post_expect_stored(f, url, self, len, 200, 1, 0);
     free(self);
 
     /* GET describes it; an unknown id is 404, a malformed one 400. */
@@ -244,7 +252,7 @@ static void test_upload_own_executable(void **state)
 static void test_stripped_copy_goes_beside(void **state)
 {
     struct fx *f = *state;
-    char cmd[2048], stripped[700], path[1024], body[4096], want[512];
+    char cmd[2048], stripped[700], path[1024], body[4096];
     size_t len = 0;
     char *data;
 
@@ -253,14 +261,7 @@ static void test_stripped_copy_goes_beside(void **state)
     assert_int_equal(system(cmd), 0);
     data = nwb_test_read_file(stripped, &len);
     assert_non_null(data);
-    assert_int_equal(
-        nwb_test_http(f->srv.port, "POST", "/v1/symbols", NULL, data, len, body, sizeof(body)),
-        201);
-    expect_json(body, "the 201 answer");
-    snprintf(want, sizeof(want),
-             "{\"build_id\":\"%s\",\"size\":%zu,\"has_debug_info\":false,\"stored\":true}\n", f->id,
-             len);
-    assert_string_equal(body, want);
+    post_expect_stored(f, "/v1/symbols", data, len, 201, 0, 1);
     free(data);
     snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s", f->symbols, f->id, f->id + 2);
     assert_true(files_equal(path, stripped));
