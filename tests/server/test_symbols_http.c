@@ -8,7 +8,8 @@
  * to the path without .debug (201). Refusals leave nothing in --symbols-dir: garbage (400
  * "not an ELF file", also through nwb-crash, exit 1), a truncated file, a wrong ?build_id=
  * (400 "build id mismatch"), one byte over the cap (413), chunked (411), a client gone in
- * the middle of its body. Every JSON answer is parsed by the strict checker.
+ * the middle of its body. Under --token-file the upload needs the token (nwb-crash --token).
+ * Every JSON answer is parsed by the strict checker.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -384,12 +385,41 @@ static void test_refusals_leave_nothing(void **state)
     assert_int_equal(count_stored(f), 0);
 }
 
+/* --token-file: the upload needs the token like every endpoint; nwb-crash --token sends it. */
+static void test_upload_needs_the_token(void **state)
+{
+    struct fx *f = *state;
+    static const char token[] = "symbols-token-0123456789";
+    char tfile[700], out2[700], args[2048], out[4096], want[1024];
+    struct nwb_test_server srv;
+
+    snprintf(tfile, sizeof(tfile), "%s/token", f->dir);
+    snprintf(out2, sizeof(out2), "%s/out2", f->dir);
+    assert_int_equal(nwb_test_write_file(tfile, token, sizeof(token) - 1, 0600), 0);
+    {
+        const char *extra[] = {"--token-file", tfile, NULL};
+
+        assert_int_equal(tu_start(&srv, out2, 0, extra), 0);
+    }
+    snprintf(args, sizeof(args), "symbols upload --server 127.0.0.1:%d '%s'", srv.port, f->self);
+    assert_int_equal(run_crash_tool(args, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "HTTP 401"));
+    snprintf(args, sizeof(args), "symbols upload --server 127.0.0.1:%d --token %s '%s'", srv.port,
+             token, f->self);
+    snprintf(want, sizeof(want), "uploaded %s %s\n", f->id, f->self);
+    if (run_crash_tool(args, out, sizeof(out)) != 0 || strcmp(out, want) != 0) {
+        fail_msg("with the token, nwb-crash said: %s", out);
+    }
+    assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_upload_own_executable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stripped_copy_goes_beside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals_leave_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upload_needs_the_token, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("server.symbols_http", tests, NULL, NULL);
