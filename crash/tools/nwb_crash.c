@@ -3,8 +3,9 @@
  * nwb_crash.c - the nwb-crash tool: pack a package folder into an archive,
  * upload archives (or a whole crash folder) to nwb-logserver, list what is
  * pending, "submit", the uploader the crash handler and
- * nwb_crash_install() start outside the dying process, and "capture", the
- * ptrace helper the handler starts and waits for (threads.nwbc).
+ * nwb_crash_install() start outside the dying process, "capture", the ptrace
+ * helper the handler starts and waits for (threads.nwbc), and "symbols upload",
+ * which publishes ELF files to the server's symbol store (a build machine's step).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +39,10 @@ static const char usage_text[] =
     "                         [--timeout-ms N]\n"
     "                                         (the crash handler's helper) write PKG/threads.nwbc\n"
     "                                         from every thread of PID, with ptrace\n"
+    "       nwb-crash symbols upload [--server HOST:PORT] [--token T] [--timeout-ms N] FILE...\n"
+    "                                         POST each ELF file to /v1/symbols (stored by its\n"
+    "                                         GNU build id); prints \"uploaded ID FILE\" or\n"
+    "                                         \"exists ID FILE\"\n"
     "DIR defaults to $NWB_CRASH_DIR, else ./nwb-crashes; the server to $NWB_LOGSERVER,\n"
     "else 127.0.0.1:7650. Exit status: 0 done, 1 failed or still pending, 2 usage.\n";
 
@@ -307,6 +312,69 @@ static int cmd_capture(const struct args *a)
     return rc == 0 ? 0 : 1;
 }
 
+/* One option value of "symbols upload" at argv[i + 1]; NULL when missing. */
+static const char *symbols_value(int argc, char **argv, int i)
+{
+    return i + 1 < argc ? argv[i + 1] : NULL;
+}
+
+/* nwb-crash symbols upload [options] FILE...: one request per file, every file tried. */
+static int cmd_symbols(int argc, char **argv)
+{
+    const char *server = NULL, *token = NULL;
+    unsigned long long timeout_ms = 0;
+    int files = 0, failed = 0;
+
+    if (argc < 3 || strcmp(argv[2], "upload") != 0) {
+        return usage_error("symbols needs the upload command", NULL);
+    }
+    for (int i = 3; i < argc; i++) {
+        const char *o = argv[i];
+
+        if (strcmp(o, "--server") == 0 || strcmp(o, "--token") == 0 ||
+            strcmp(o, "--timeout-ms") == 0) {
+            const char *v = symbols_value(argc, argv, i);
+
+            if (v == NULL) {
+                return usage_error("missing value for", o);
+            }
+            if (o[2] == 's') {
+                server = v;
+            } else if (o[2] == 't' && o[3] == 'o') {
+                token = v;
+            } else if (parse_num(v, 3600000u, &timeout_ms) != 0) {
+                return usage_error("bad value for --timeout-ms:", v);
+            }
+            i++;
+        } else if (o[0] == '-' && o[1] != '\0') {
+            return usage_error("unknown option", o);
+        } else {
+            files++;
+        }
+    }
+    if (files == 0) {
+        return usage_error("symbols upload needs at least one FILE", NULL);
+    }
+    for (int i = 3; i < argc; i++) {
+        nwb_crash_symbols_result_t res;
+        char why[512];
+
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            i++; /* an option and its value, checked above */
+            continue;
+        }
+        if (nwb_crash_symbols_upload(argv[i], server, token, (unsigned)timeout_ms, &res, why,
+                                     sizeof(why)) != 0) {
+            fprintf(stderr, "nwb-crash: symbols upload %s: %s\n", argv[i], why);
+            failed++;
+            continue;
+        }
+        printf("%s %s %s\n", res.stored ? "uploaded" : "exists", res.build_id, argv[i]);
+    }
+    fflush(stdout);
+    return failed == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct args a;
@@ -319,6 +387,9 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--version") == 0) {
         printf("nwb-crash %s\n", NWB_VERSION_STRING);
         return 0;
+    }
+    if (strcmp(argv[1], "symbols") == 0) {
+        return cmd_symbols(argc, argv);
     }
     rc = parse_args(argc, argv, &a);
     if (rc != 0) {

@@ -10,6 +10,9 @@
  * stays allocated until it returns. Each route has its own body limit. A GET /v1/events
  * answer turns the connection into a stream (events.c writes it) that lasts until a side
  * closes; the connection then only reads to see the client go, discarding what it sends.
+ * A route may stream a body to a file instead (nwb__conn_spill_begin, POST /v1/symbols): the
+ * body buffer is then a bounded window, written out on the thread pool whenever it is nearly
+ * full while the connection stops reading.
  */
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +106,12 @@ static void body_release(struct nwb__conn *c)
     body_buf_put(c->srv, c->body, c->body_cap);
     c->body = NULL;
     c->body_len = c->body_cap = 0;
+    if (c->spill != NULL) {
+        struct nwb__spill *sp = c->spill;
+
+        c->spill = NULL; /* the handler never took it: the request did not complete */
+        sp->abandon(sp);
+    }
     if (c->reserved > 0 || c->wait_list != 0) {
         nwb__flow_release(c->srv, c);
     }
@@ -144,6 +153,9 @@ static int wants_read(const struct nwb__conn *c)
     }
     if (parse_state(c->state)) {
         return c->pend_len == 0;
+    }
+    if (c->spill != NULL) {
+        return 0; /* a streamed body's window is being written out: backpressure */
     }
     /* Busy with a request: take what the client pipelines, up to the stash cap (nothing
      * when the connection closes after this answer anyway). */
@@ -390,6 +402,9 @@ static int body_alloc(struct nwb__conn *c)
     if (cap > c->body_max) {
         cap = c->body_max;
     }
+    if (c->spill != NULL && cap > NWB__SPILL_BUF) {
+        cap = NWB__SPILL_BUF; /* a window: the rest goes to the file */
+    }
     c->body_len = 0;
     c->body_cap = 0;
     if (cap == 0) {
@@ -413,6 +428,21 @@ static int conn_body(void *ctx, const char *at, size_t len)
         /* Skipped (the answer is already decided); bounded like a kept body. */
         if (len > max - c->body_len) {
             return 413;
+        }
+        c->body_len += len;
+        return 0;
+    }
+    if (c->spill != NULL) {
+        /* The window never overflows: it is written out while NWB__READ_BUF_SIZE bytes (the
+         * most one feed brings) are still free, and in-place reads stop at its end. */
+        if (len > max - c->body_len || c->spill->written > max - c->body_len - len) {
+            return 413;
+        }
+        if (len > c->body_cap - c->body_len) {
+            return 500;
+        }
+        if (at != (const char *)c->body + c->body_len) {
+            memcpy(c->body + c->body_len, at, len);
         }
         c->body_len += len;
         return 0;
@@ -497,7 +527,11 @@ static void conn_on_head(struct nwb__conn *c)
         return;
     }
     if (r->chunked || r->content_length > 0) {
-        const size_t want = r->chunked ? c->body_max : (size_t)r->content_length;
+        size_t want = r->chunked ? c->body_max : (size_t)r->content_length;
+
+        if (c->spill != NULL && want > NWB__SPILL_BUF) {
+            want = NWB__SPILL_BUF;
+        }
 
         if (!nwb__flow_reserve(srv, c, want)) {
             /* Server-side wait: the client's request timer does not run meanwhile. */
@@ -582,6 +616,63 @@ static void stash(struct nwb__conn *c, const char *data, size_t len)
     c->pend_len += len;
 }
 
+void nwb__conn_spill_begin(struct nwb__conn *c, struct nwb__spill *sp)
+{
+    c->spill = sp;
+}
+
+struct nwb__spill *nwb__conn_spill_take(struct nwb__conn *c)
+{
+    struct nwb__spill *sp = c->spill;
+
+    c->spill = NULL;
+    return sp;
+}
+
+static void spill_flush_run(struct nwb__conn *c)
+{
+    struct nwb__spill *sp = c->spill;
+
+    sp->err = nwb__spill_write(sp, c->body, c->body_len);
+}
+
+static void spill_flush_done(struct nwb__conn *c)
+{
+    struct nwb__spill *sp = c->spill;
+    char reason[160], ebuf[48];
+
+    if (c->state == NWB__CONN_CLOSED) {
+        return; /* nwb__conn_work_finished() releases it: body_release() abandons the spill */
+    }
+    if (sp->err != 0) {
+        snprintf(reason, sizeof(reason), "cannot write the upload: %s",
+                 nwb__err_label(sp->err, ebuf, sizeof(ebuf)));
+        conn_fail(c, 500, reason);
+        return;
+    }
+    c->body_len = 0;
+    c->state = NWB__CONN_BODY;
+    if (c->srv->stopping || c->peer_eof) {
+        conn_close(c); /* never acknowledged: the client sends it again */
+        return;
+    }
+    if (!uv_is_active((uv_handle_t *)&c->timer)) {
+        c->srv->metrics.timeouts++; /* the request timer ran out while the window was written */
+        conn_fail(c, 408, "request not complete within --request-timeout-ms");
+        return;
+    }
+    conn_drive(c);
+    nwb__conn_update_reading(c);
+}
+
+/* The streamed body's window is nearly full: write it to the file, reading stopped. */
+static void spill_flush(struct nwb__conn *c)
+{
+    if (nwb__offload(c, spill_flush_run, spill_flush_done) != 0) {
+        conn_fail(c, 500, "cannot queue the upload's write");
+    }
+}
+
 /*
  * Parse @p data until it is used up or the connection stops parsing (a
  * request went to its handler, waits, or failed). Returns the bytes taken;
@@ -618,6 +709,10 @@ static size_t conn_process(struct nwb__conn *c, const char *data, size_t len, in
         ev = nwb__http_req_feed(&c->req, data + off, len - off, &used);
         off += used;
         if (ev == NWB__HTTP_MORE) {
+            if (c->spill != NULL && c->state == NWB__CONN_BODY && !c->discard_body &&
+                c->body_cap - c->body_len < NWB__READ_BUF_SIZE) {
+                spill_flush(c);
+            }
             break;
         }
         if (ev == NWB__HTTP_ERROR) {
@@ -671,9 +766,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         (parse_state(c->state) && c->pend_len == 0)) {
         /* The body's own bytes only: a pooled buffer is larger, and what follows the body
          * belongs to the next request. */
-        const size_t want = c->body_cap < (size_t)c->req.content_length
-                                ? c->body_cap
-                                : (size_t)c->req.content_length;
+        const uint64_t left = c->req.content_length - (c->spill != NULL ? c->spill->written : 0);
+        const size_t want = c->body_cap < left ? c->body_cap : (size_t)left;
 
         if (c->state == NWB__CONN_BODY && c->body != NULL && !c->req.chunked && !c->discard_body &&
             c->body_len < want) {

@@ -10,6 +10,7 @@
 #include "events_int.h"
 #include "read_int.h"
 #include "server_int.h"
+#include "symbols_int.h"
 #include "viewer_int.h"
 
 static const struct nwb__route routes[] = {
@@ -20,6 +21,11 @@ static const struct nwb__route routes[] = {
      nwb__tel_job_done},
     {"/v1/crash", 0, NWB__METHOD_POST, "POST", 1, nwb__crash_body_limit,
      "crash archive exceeds --crash-max-archive-bytes", NULL, nwb__crash_post_handle, NULL},
+    {"/v1/symbols", 0, NWB__METHOD_POST, "POST", 1, nwb__symbols_body_limit,
+     "symbol file exceeds --symbols-max-bytes", nwb__symbols_on_head, nwb__symbols_post_handle,
+     NULL},
+    {"/v1/symbols/*", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__symbols_get_handle,
+     NULL},
     {"/v1/crashes", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle, NULL},
     {"/v1/crash-groups", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__crash_get_handle,
      NULL},

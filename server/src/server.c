@@ -21,6 +21,7 @@
 #include "events_int.h"
 #include "read_int.h"
 #include "server_int.h"
+#include "symbols_int.h"
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -42,6 +43,7 @@ static void srv_free(struct nwb_server *srv)
     nwb_free(srv->read_buf);
     nwb_free(srv->out_dir);
     nwb_free(srv->bind_addr);
+    nwb_free(srv->symbols_dir);
     for (unsigned i = 0; i < NWB_SERVER_NAMESYM_DIRS_MAX; i++) {
         nwb_free(srv->namesym_dirs[i]);
     }
@@ -143,6 +145,20 @@ static int copy_config(struct nwb_server *srv, const nwb_server_config_t *cfg)
     }
     srv->cfg.out_dir = srv->out_dir;
     srv->cfg.bind_addr = srv->bind_addr;
+    if (cfg->symbols_dir != NULL && cfg->symbols_dir[0] != '\0') {
+        srv->symbols_dir = nwb_strdup(cfg->symbols_dir);
+    } else {
+        const size_t n = strlen(cfg->out_dir) + sizeof("/symbols");
+
+        srv->symbols_dir = nwb_malloc(n);
+        if (srv->symbols_dir != NULL) {
+            snprintf(srv->symbols_dir, n, "%s/symbols", cfg->out_dir);
+        }
+    }
+    if (srv->symbols_dir == NULL) {
+        return -ENOMEM;
+    }
+    srv->cfg.symbols_dir = srv->symbols_dir;
     for (unsigned i = 0; i < cfg->namesym_dir_count; i++) {
         srv->namesym_dirs[i] = nwb_strdup(cfg->namesym_dirs[i]);
         if (srv->namesym_dirs[i] == NULL) {
@@ -465,6 +481,10 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     /* After listening: a second server started on the same --out by mistake fails above,
      * before the crash ingest's start-up cleanup could touch the first one's folders. */
     err = crash_start(srv, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
+    err = nwb__symbols_dir_prepare(srv->symbols_dir, errbuf, errlen);
     if (err) {
         goto fail;
     }

@@ -354,6 +354,37 @@ struct nwb__work {
  */
 int nwb__offload(struct nwb__conn *c, nwb__work_run_fn run, nwb__work_done_fn done);
 
+/* ---- a request body streamed to a file instead of kept (http_conn.c; POST /v1/symbols) ---- */
+
+/* Body bytes a streamed request holds in memory (and reserves of --max-buffered-bytes); when
+ * fewer than NWB__READ_BUF_SIZE are free, they are written to the file on the thread pool
+ * while the connection stops reading. */
+#define NWB__SPILL_BUF (1024u * 1024u)
+
+struct nwb__spill {
+    int fd;           /* the file; -1 until the first write opens it */
+    uint64_t written; /* body bytes in the file */
+    int err;          /* the last nwb__spill_write()'s result */
+    /* Open (create) the file into fd: pool thread, at the first write. 0 or a negative errno. */
+    int (*open)(struct nwb__spill *sp);
+    /* The request ended before its handler took the spill back (closed, refused, failed, the
+     * server stopping): remove the file and free. Loop thread. */
+    void (*abandon)(struct nwb__spill *sp);
+};
+
+/*
+ * From a route's on_head: stream the current request's body (Content-Length only) through
+ * @p sp: c->body holds at most NWB__SPILL_BUF bytes, the rest goes to the file. The route's
+ * body limit bounds the whole body. The handler takes @p sp back with nwb__conn_spill_take()
+ * and writes the last c->body_len bytes itself (nwb__spill_write on the pool).
+ */
+void nwb__conn_spill_begin(struct nwb__conn *c, struct nwb__spill *sp);
+struct nwb__spill *nwb__conn_spill_take(struct nwb__conn *c);
+
+/* Append @p len bytes to @p sp's file, opening it first when needed. Pool thread. 0 or a
+ * negative errno. */
+int nwb__spill_write(struct nwb__spill *sp, const void *data, size_t len);
+
 /* ---- telemetry lanes (telemetry_endpoint.c): one run's requests in order, one at a time ---- */
 
 struct nwb__tel_lane;
@@ -432,6 +463,7 @@ struct nwb__conn {
     struct nwb__tel_task tel; /* a telemetry request's lane */
     size_t read_reserved;     /* bytes of NWB__READ_ANSWERS_MAX its answer holds (read_int.h) */
     struct nwb__event_stream *stream; /* NWB__CONN_STREAMING: the events' side (events.c) */
+    struct nwb__spill *spill;         /* the body streams to a file (nwb__conn_spill_begin) */
 };
 
 /* Accept one connection from the listener (or refuse it over the cap). */
@@ -854,6 +886,9 @@ struct nwb_server {
     int accept_err_reported;
     struct nwb__metrics metrics;
     struct nwb__auth auth; /* access control (auth.c) */
+    /* the symbol store (symbols_int.h): --symbols-dir, and the next upload's temp file number */
+    char *symbols_dir;
+    uint64_t symbols_upload_seq;
 };
 
 /* A connection was freed or a job returned: finish a pending shutdown when nothing is left. */

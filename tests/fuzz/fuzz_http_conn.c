@@ -340,8 +340,8 @@ static size_t read_until_close(int fd, char *buf, size_t cap, long long deadline
 
 static int known_status(int s)
 {
-    static const int known[] = {100, 200, 304, 400, 401, 403, 404, 405, 408, 411,
-                                413, 415, 416, 429, 431, 500, 501, 503, 505};
+    static const int known[] = {100, 200, 201, 304, 400, 401, 403, 404, 405, 408,
+                                411, 413, 415, 416, 429, 431, 500, 501, 503, 505};
 
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (known[i] == s) {

@@ -77,6 +77,15 @@ post /v1/telemetry "$c/telemetry/truncated.nwbs" '' | seed post_telemetry_bad $S
 post /v1/telemetry "$tmp/text" 'Content-Encoding: gzip\r\n' | seed post_telemetry_gzip $S
 post /v1/crash "$c/crash_ingest/valid_tar" '' | seed post_crash_tar $S
 post /v1/crash "$c/crash_ingest/bad_traversal" '' | seed post_crash_traversal $M
+# The symbol store: a tiny ELF stored (then its JSON answer and a GET), a refused one.
+post /v1/symbols "$c/elf_check/tiny_debug_info.elf" '' | seed post_symbols_tiny $H
+post '/v1/symbols?build_id=a0a1' "$c/elf_check/tiny_note_section.elf" '' |
+    seed post_symbols_mismatch $M
+post /v1/symbols "$c/elf_check/bad_truncated_note.elf" '' | seed post_symbols_bad $S
+{
+    post /v1/symbols "$c/elf_check/tiny_pt_note.elf" ''
+    printf 'GET /v1/symbols/a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3 HTTP/1.1\r\nHost: fuzz\r\n\r\n'
+} | seed pipelined_symbols_get $M
 
 # Keep-alive and pipelining.
 {

@@ -215,6 +215,10 @@ static void test_bad_input_is_refused_with_a_reason(void **state)
     expect_error("--crash-max-queue: '0'", A("--crash-max-queue=0"), NULL);
     expect_error("--crash-max-queue: '65537'", A("--crash-max-queue=65537"), NULL);
     expect_error("--crash-max-entries: '0'", A("--crash-max-entries=0"), NULL);
+    expect_error("--symbols-max-bytes: '0'", A("--symbols-max-bytes=0"), NULL);
+    expect_error("--symbols-max-bytes: '1099511627777'", A("--symbols-max-bytes=1099511627777"),
+                 NULL);
+    expect_error("--symbols-dir: the value is empty", A("--symbols-dir="), NULL);
     expect_error("--crash-max-ratio: '0'", A("--crash-max-ratio=0"), NULL);
     expect_error("--crash-max-entry-bytes: '1099511627777'",
                  A("--crash-max-entry-bytes=1099511627777"), NULL);
@@ -278,7 +282,7 @@ static void test_config_defaults_are_the_table_defaults(void **state)
     char err[256];
 
     (void)state;
-    assert_int_equal(n, 32);
+    assert_int_equal(n, 34);
     for (size_t i = 0; i < n; i++) {
         const struct nwb__opt *o = &opts[i];
         const char *field = (const char *)&cfg + o->offset;

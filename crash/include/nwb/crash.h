@@ -219,6 +219,31 @@ typedef struct nwb_crash_upload_result {
 NWB_API int nwb_crash_upload_file(const char *file, const char *server, unsigned timeout_ms,
                                   nwb_crash_upload_result_t *res, char *errbuf, size_t errlen);
 
+/* Longest build id in hex the symbol store takes (64 bytes). */
+#define NWB_CRASH_SYMBOLS_ID_MAX 128
+
+/** Result of one symbol upload. */
+typedef struct nwb_crash_symbols_result {
+    int http_status;                             /* 0 when no answer */
+    int stored;                                  /* 201: newly stored; 200: already there */
+    char build_id[NWB_CRASH_SYMBOLS_ID_MAX + 1]; /* the server's answer on 200/201 */
+    char reason[256];                            /* the server's reason for any other answer */
+} nwb_crash_symbols_result_t;
+
+/**
+ * POST the ELF file @p file (an executable, shared library or debug file) raw to
+ * http://@p server/v1/symbols (NULL: $NWB_LOGSERVER, else 127.0.0.1:7650; "http://" and a
+ * trailing "/" are allowed), with Authorization: Bearer @p token (NULL: the token from the
+ * environment, nwb_token_from_env(); "" none). Blocking, at most @p timeout_ms in total (0:
+ * 120000). Returns 0 on 200 (identical file already stored) or 201 (stored), with the build id
+ * in @p res; NWB_EHTTP for any other answer (status and the server's reason in @p res);
+ * NWB_ETIMEOUT; NWB_EPROTO for a 200/201 without a build id; or a negated errno. @p errbuf
+ * (may be NULL) gets a one-line reason.
+ */
+NWB_API int nwb_crash_symbols_upload(const char *file, const char *server, const char *token,
+                                     unsigned timeout_ms, nwb_crash_symbols_result_t *res,
+                                     char *errbuf, size_t errlen);
+
 /** Settings for processing a crash folder's pending packages. */
 typedef struct nwb_crash_pending_opts {
     const char *crash_dir; /* NULL: $NWB_CRASH_DIR, else ./nwb-crashes */

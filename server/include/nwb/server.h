@@ -48,6 +48,8 @@ typedef struct nwb_server_config {
     size_t crash_max_total_bytes;   /* written for one package */
     unsigned crash_max_ratio;       /* written / archive bytes, once past 1 MiB written */
     unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
+    const char *symbols_dir;        /* symbol files by build id; NULL: <out_dir>/symbols */
+    size_t symbols_max_bytes;       /* POST /v1/symbols body; beyond: 413 */
     size_t telemetry_run_max_bytes; /* one run's stored telemetry stream; past it: not stored */
     unsigned telemetry_cache_runs;  /* runs whose report state stays in memory */
     size_t telemetry_cache_bytes;   /* the memory of those states */
@@ -112,6 +114,10 @@ typedef struct nwb_server_config {
       "extracted / archive bytes, checked once 1 MiB is extracted")                                \
     X("--crash-max-queue", crash_max_queue, UINT, 256u, 1, 65536, "N",                             \
       "archives stored, not yet extracted; beyond: 503")                                           \
+    X("--symbols-dir", symbols_dir, STR, NULL, 0, 0, "DIR",                                        \
+      "symbol files by GNU build id, .build-id/ab/cdef...[.debug] (default OUT/symbols)")          \
+    X("--symbols-max-bytes", symbols_max_bytes, SIZE, (size_t)512u << 20, 1, 1ull << 40, "N",     \
+      "POST /v1/symbols body (one ELF file), bytes; beyond: 413")                                  \
     X("--telemetry-run-max-bytes", telemetry_run_max_bytes, SIZE, (size_t)1u << 30, 1, 1ull << 42, \
       "N",                                                                                         \
       "stored telemetry of one run (telemetry.nwbs.zst), bytes; past it the report keeps "         \
