@@ -29,17 +29,17 @@
 /* One frame, innermost first. Strings are borrowed (from the libdwfl session or the capture)
  * and may be NULL when unknown. */
 struct nwb_sym_frame {
-    uint64_t pc;           /* as unwound (return address for callers) */
-    uint64_t offset;       /* pc's offset in its module's file mapping (pc - load bias) */
-    const char *module;    /* the module's file name (last path component) or NULL */
-    size_t module_len;     /* the path is not NUL-terminated in the capture */
-    const char *build_id;  /* lowercase hex, NUL-terminated; "" when the module has none */
-    const char *function;  /* NULL: no symbol */
-    const char *file;      /* NULL: no line information */
-    unsigned line;         /* 0 when file is NULL */
-    int inlined;           /* 1: an inlined call inside the next frame's function */
-    int symbolized;        /* 1: the module's symbols were found */
-    const char *why;       /* when !symbolized: why ("no symbols: build id ...") */
+    uint64_t pc;          /* as unwound (return address for callers) */
+    uint64_t offset;      /* pc's offset in its module's file mapping (pc - load bias) */
+    const char *module;   /* the module's file name (last path component) or NULL */
+    size_t module_len;    /* the path is not NUL-terminated in the capture */
+    const char *build_id; /* lowercase hex, NUL-terminated; "" when the module has none */
+    const char *function; /* NULL: no symbol */
+    const char *file;     /* NULL: no line information */
+    unsigned line;        /* 0 when file is NULL */
+    int inlined;          /* 1: an inlined call inside the next frame's function */
+    int symbolized;       /* 1: the module's symbols were found */
+    const char *why;      /* when !symbolized: why ("no symbols: build id ...") */
 };
 
 /* One thread as written. */

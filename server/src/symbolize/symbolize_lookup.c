@@ -30,8 +30,7 @@ void nwb_sym_hex(const uint8_t *id, size_t len, char *out)
 }
 
 /* Open @p path when it is a regular ELF file with build id @p id; else -1 and a reason. */
-static int open_checked(const char *path, const uint8_t *id, size_t len, char *why,
-                        size_t why_size)
+static int open_checked(const char *path, const uint8_t *id, size_t len, char *why, size_t why_size)
 {
     /* Links are followed (GDB's layout links the executable); only a regular file is read,
      * opened non-blocking so a FIFO planted there cannot hang the symboliser. */

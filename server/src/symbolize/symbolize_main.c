@@ -41,7 +41,8 @@ static int on_thread(void *ctx, const struct nwb_sym_thread *t)
 
 static FILE *create_in(int dir_fd, const char *name)
 {
-    const int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd =
+        openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 
     return fd >= 0 ? fdopen(fd, "w") : NULL;
 }

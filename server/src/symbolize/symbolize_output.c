@@ -241,8 +241,7 @@ int nwb_sym_out_end(struct nwb_sym_out *o, const struct nwb_sym_missing *missing
     if (o->text != NULL && n > 0) {
         fprintf(o->text, "missing symbols:\n");
         for (size_t i = 0; i < n; i++) {
-            fprintf(o->text, "  %s %s: %s\n", missing[i].build_id, missing[i].module,
-                    missing[i].why);
+            fprintf(o->text, "  %s: %s\n", missing[i].module, missing[i].why);
         }
     }
     if (o->tsv != NULL) {

@@ -469,8 +469,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 /* ---- the session ---- */
 
-static void note_missing(const struct sym_session *s, struct nwb_sym_missing *missing,
-                         size_t cap, size_t *n)
+static void note_missing(const struct sym_session *s, struct nwb_sym_missing *missing, size_t cap,
+                         size_t *n)
 {
     for (size_t i = 0; i < s->cap->nmodules && *n < cap; i++) {
         const struct sym_module *m = &s->mods[i];
@@ -479,8 +479,7 @@ static void note_missing(const struct sym_session *s, struct nwb_sym_missing *mi
             continue;
         }
         snprintf(missing[*n].build_id, sizeof(missing[*n].build_id), "%s", m->build_id);
-        snprintf(missing[*n].module, sizeof(missing[*n].module), "%.*s", (int)m->file_len,
-                 m->file);
+        snprintf(missing[*n].module, sizeof(missing[*n].module), "%.*s", (int)m->file_len, m->file);
         snprintf(missing[*n].why, sizeof(missing[*n].why), "%.*s", (int)sizeof(missing[*n].why) - 1,
                  m->why);
         (*n)++;
@@ -552,10 +551,14 @@ int nwb_sym_unwind(const nwb_crash_capture_view_t *cap, const char *symbols_dir,
         s->truncated = 0;
         s->stop_why[0] = '\0';
         rc = dwfl_getthread_frames(s->dwfl, (pid_t)t->tid, frame_cb, s);
-        if (rc == -1 && s->stop_why[0] == '\0' && dwfl_errno() != 0) {
-            /* The usual end: the outermost frame has no CFI or no return address. Kept as
-             * the reason only when it came before main's caller could be reached. */
-            snprintf(s->stop_why, sizeof(s->stop_why), "%s", dwfl_errmsg(-1));
+        if (rc == -1 && s->stop_why[0] == '\0') {
+            /* Often the usual end (the outermost frame has no CFI or no return address); a
+             * module without symbols stops it early. Either way, said once per thread. */
+            const int e = dwfl_errno();
+
+            if (e != 0) {
+                snprintf(s->stop_why, sizeof(s->stop_why), "%s", dwfl_errmsg(e));
+            }
         }
         if (s->nframes == 0 && t->nregs > 0 && !s->truncated) {
             /* Not even the first frame: still say where the pc was. */
