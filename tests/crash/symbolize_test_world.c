@@ -63,7 +63,7 @@ int sym_run(const char *const argv_c[], char *err, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int build_id_hex(const char *path, char *out)
+int sym_build_id_hex(const char *path, char *out)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     const void *id = NULL;
@@ -158,7 +158,7 @@ int sym_world_setup(struct sym_world *w, const char *tag)
         fprintf(stderr, "capture failed: %s\n", why);
         return -1;
     }
-    if (build_id_hex(CRASH_PROG_EXE, w->build_id) != 0) {
+    if (sym_build_id_hex(CRASH_PROG_EXE, w->build_id) != 0) {
         return -1;
     }
     w->crash_line = line_of(NWB_SOURCE_DIR "/tests/crash/crash_prog.c", "*null_ptr = 42;");

@@ -33,6 +33,9 @@ void sym_world_symbol_path(const struct sym_world *w, const char *suffix, char *
  * status, 128 + the signal when killed, or -1. */
 int sym_run(const char *const argv[], char *err, size_t cap);
 
+/* The GNU build id of the ELF file @p path as lowercase hex into @p out (129 bytes). 0 or -1. */
+int sym_build_id_hex(const char *path, char *out);
+
 /* Copy @p from to @p to with @p mode. 0 or -1. */
 int sym_copy_file(const char *from, const char *to, unsigned mode);
 

@@ -24,6 +24,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "capture_ptrace.h"
 #include "json_check.h"
 #include "symbolize.h"
 #include "symbolize_test_world.h"
@@ -253,6 +254,61 @@ static void test_symbolize_garbage_elf_is_refused_with_a_reason(void **state)
     free(text);
 }
 
+/* Every thread, crashing one first, with their names; with libc's own file under its build
+ * id the worker unwinds through raise() to its function. */
+static void test_symbolize_every_thread_worker_crash(void **state)
+{
+    char *const argv[] = {(char *)(uintptr_t)CRASH_PROG_EXE, NULL};
+    char env_dir[700], capture[700], path[1700], libc_id[129], why[256], out_dir[700];
+    const char *env[4];
+    const char *const tool[] = {NWB_SYMBOLIZE_EXE, "--capture", capture, "--symbols-dir",
+                                w.symbols,         "--out",     out_dir, NULL};
+    const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    char err[1024];
+    char *text, *worker, *main_block;
+
+    (void)state;
+    sym_world_reset(&w);
+    snprintf(env_dir, sizeof(env_dir), "NWB_CRASH_DIR=%s/crashes2", w.dir);
+    env[0] = "CRASH_PROG_MODE=thread_signal";
+    env[1] = "NWB_CRASH_HELPER=";
+    env[2] = env_dir;
+    env[3] = NULL;
+    snprintf(capture, sizeof(capture), "%s/threads2.nwbc", w.dir);
+    snprintf(out_dir, sizeof(out_dir), "%s", w.out);
+    assert_int_equal(capture_ptrace_run(argv, env, capture, why, sizeof(why)), 0);
+    sym_world_symbol_path(&w, "", path, sizeof(path));
+    assert_int_equal(sym_copy_file(CRASH_PROG_EXE, path, 0755), 0);
+    if (access(libc, R_OK) == 0 && sym_build_id_hex(libc, libc_id) == 0) {
+        char dir[800];
+
+        snprintf(dir, sizeof(dir), "%s/.build-id/%.2s", w.symbols, libc_id);
+        (void)mkdir(dir, 0755);
+        snprintf(path, sizeof(path), "%s/%s", dir, libc_id + 2);
+        assert_int_equal(sym_copy_file(libc, path, 0755), 0);
+    }
+    assert_int_equal(sym_run(tool, err, sizeof(err)), 0);
+    snprintf(path, sizeof(path), "%s/stack.txt", w.out);
+    text = nwb_test_read_file(path, NULL);
+    assert_non_null(text);
+    if (getenv("NWB_TEST_VERBOSE") != NULL) {
+        fputs(text, stderr);
+    }
+    worker = strstr(text, "\nthread ");
+    assert_non_null(worker);
+    assert_non_null(strstr(worker, " [nwb-worker] (crashed)\n"));
+    assert_true(strstr(worker, " [nwb-worker] (crashed)\n") < strchr(worker + 1, '\n'));
+    main_block = strstr(worker + 1, "\nthread ");
+    assert_non_null(main_block);
+    assert_non_null(strstr(main_block, " [crash_prog]\n"));
+    assert_non_null(strstr(worker, " crash_prog_thread_raise ("));
+    assert_true(strstr(worker, " crash_prog_thread_raise (") < main_block);
+    /* The main thread was stopped wherever it was (in pthread_join, or still returning from
+     * clone3, which has no CFI): it has at least its first frame. */
+    assert_non_null(strstr(main_block, "\n#0 0x"));
+    free(text);
+}
+
 static void test_symbolize_refuses_a_bad_capture(void **state)
 {
     const char *const argv[] = {NWB_SYMBOLIZE_EXE, "--capture", w.out, "--symbols-dir",
@@ -286,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_symbolize_stripped_binary_and_debug_file),
         cmocka_unit_test(test_symbolize_without_symbols_names_the_build_id),
         cmocka_unit_test(test_symbolize_garbage_elf_is_refused_with_a_reason),
+        cmocka_unit_test(test_symbolize_every_thread_worker_crash),
         cmocka_unit_test(test_symbolize_refuses_a_bad_capture),
     };
 
