@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     static struct sym_world w;
     int runs = 20;
     char path[800], out[700], *tsv;
-    char offsets[16][24];
+    char offsets[16][32];
     const char *a2l[24], *eu[24];
     int noff = 0;
 

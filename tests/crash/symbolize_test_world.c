@@ -16,6 +16,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "capture_ptrace.h"
+#include "crash_test_archive.h"
 #include "symbolize_test_world.h"
 #include "test_support.h"
 
@@ -168,4 +169,32 @@ int sym_world_setup(struct sym_world *w, const char *tag)
 void sym_world_teardown(struct sym_world *w)
 {
     nwb_test_rmtree(w->dir);
+}
+
+/* A package of manifest.txt, crash.txt (no backtrace) and the captured threads.nwbc, tagged
+ * so each test's archive gets its own id. */
+void *sym_world_package(const struct sym_world *w, const char *tag, size_t *len)
+{
+    static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\nprogram=crash_prog\n"
+                                   "run=0123456789abcdef\nsignal=SIGSEGV\n";
+    char crash[128];
+    size_t cap_len;
+    char *capture = nwb_test_read_file(w->capture, &cap_len);
+    void *archive;
+
+    if (capture == NULL) {
+        return NULL;
+    }
+    snprintf(crash, sizeof(crash), "signal=SIGSEGV\ntag=%s\n", tag);
+    {
+        const struct ta_entry e[] = {
+            {"manifest.txt", TA_FILE, manifest, sizeof(manifest) - 1, 0, 0, NULL},
+            {"crash.txt", TA_FILE, crash, strlen(crash), 0, 0, NULL},
+            {"threads.nwbc", TA_FILE, capture, cap_len, 0, 0, NULL},
+        };
+
+        archive = ta_build("tar.zst", e, 3, len);
+    }
+    free(capture);
+    return archive;
 }

@@ -36,6 +36,11 @@ int sym_run(const char *const argv[], char *err, size_t cap);
 /* The GNU build id of the ELF file @p path as lowercase hex into @p out (129 bytes). 0 or -1. */
 int sym_build_id_hex(const char *path, char *out);
 
+/* A tar.zst package of manifest.txt (program crash_prog, signal SIGSEGV), crash.txt (no
+ * backtrace, holding @p tag so each archive gets its own id) and the captured threads.nwbc;
+ * malloc'd (free()), or NULL. */
+void *sym_world_package(const struct sym_world *w, const char *tag, size_t *len);
+
 /* Copy @p from to @p to with @p mode. 0 or -1. */
 int sym_copy_file(const char *from, const char *to, unsigned mode);
 

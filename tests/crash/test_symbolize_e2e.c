@@ -43,38 +43,11 @@ static int teardown_world(void **state)
     return 0;
 }
 
-/* A package of manifest.txt, crash.txt (no backtrace) and the captured threads.nwbc, tagged
- * so each test's archive gets its own id. */
-static void *package(const char *tag, size_t *len)
-{
-    static const char manifest[] = "nwb-crash-manifest 1\nkind=signal\nprogram=crash_prog\n"
-                                   "run=0123456789abcdef\nsignal=SIGSEGV\n";
-    char crash[128];
-    size_t cap_len;
-    char *capture = nwb_test_read_file(w.capture, &cap_len);
-    void *archive;
-
-    assert_non_null(capture);
-    snprintf(crash, sizeof(crash), "signal=SIGSEGV\ntag=%s\n", tag);
-    {
-        const struct ta_entry e[] = {
-            {"manifest.txt", TA_FILE, manifest, sizeof(manifest) - 1, 0, 0, NULL},
-            {"crash.txt", TA_FILE, crash, strlen(crash), 0, 0, NULL},
-            {"threads.nwbc", TA_FILE, capture, cap_len, 0, 0, NULL},
-        };
-
-        archive = ta_build("tar.zst", e, 3, len);
-    }
-    free(capture);
-    assert_non_null(archive);
-    return archive;
-}
-
 /* POST the package; its id into @p id (33 bytes). */
 static void post(int port, const char *tag, char *id)
 {
     size_t len;
-    void *body = package(tag, &len);
+    void *body = sym_world_package(&w, tag, &len);
     char resp[256];
     const char *at;
 
