@@ -315,7 +315,7 @@ static int symbolize_config(const struct nwb_server *srv, struct nwb_crash_symbo
     int n;
 
     sym->timeout_ms = cfg->symbolize_timeout_ms;
-    sym->max_memory_bytes = cfg->symbolize_max_memory_bytes;
+    sym->max_memory_bytes = cfg->symbolize_memory_bytes;
     sym->max_cpu_s = cfg->symbolize_cpu_s;
     n = cfg->symbols_dir != NULL
             ? snprintf(sym->symbols_dir, sizeof(sym->symbols_dir), "%s", cfg->symbols_dir)

@@ -40,31 +40,31 @@ typedef struct nwb_server_config {
     unsigned crash_retain_packages; /* 0 = never prune */
     unsigned crash_retain_raw;
     unsigned crash_retain_invalid;
-    size_t crash_max_archive_bytes;    /* POST /v1/crash body; beyond: 413 */
-    unsigned crash_max_entries;        /* archive entries read */
-    unsigned crash_max_path_bytes;     /* one entry's path */
-    unsigned crash_max_path_depth;     /* folders in one path, the file included (at most 64) */
-    size_t crash_max_entry_bytes;      /* written for one file */
-    size_t crash_max_total_bytes;      /* written for one package */
-    unsigned crash_max_ratio;          /* written / archive bytes, once past 1 MiB written */
-    unsigned crash_max_queue;          /* stored, not yet extracted; beyond: 503 */
-    const char *symbols_dir;           /* NULL: <out_dir>/symbols (.build-id/ layout) */
-    const char *symbolizer;            /* NULL: nwb-symbolize beside the server's executable */
-    unsigned symbolize_timeout_ms;     /* one crash's symbolisation, wall clock; then killed */
-    size_t symbolize_max_memory_bytes; /* its address space (RLIMIT_AS); 0 = no cap */
-    unsigned symbolize_cpu_s;          /* its CPU time (RLIMIT_CPU); 0 = no cap */
-    size_t telemetry_run_max_bytes;    /* one run's stored telemetry stream; past it: not stored */
-    unsigned telemetry_cache_runs;     /* runs whose report state stays in memory */
-    size_t telemetry_cache_bytes;      /* the memory of those states */
-    size_t max_header_bytes;           /* request line + header lines; beyond: 431 */
-    unsigned max_headers;              /* header fields per request; beyond: 431 */
-    size_t max_body_bytes;             /* beyond: 413 */
-    unsigned request_timeout_ms;       /* first byte to last body byte; beyond: 408 */
-    unsigned idle_timeout_ms;          /* keep-alive connection with no request: closed */
-    unsigned max_connections;          /* beyond: 503 and close */
-    unsigned queue_max_jobs;           /* log jobs queued or being written; beyond: stop reading */
-    size_t max_buffered_bytes;         /* request bodies held in memory; beyond: wait */
-    unsigned max_open_runs;            /* run directories kept open by the log worker */
+    size_t crash_max_archive_bytes; /* POST /v1/crash body; beyond: 413 */
+    unsigned crash_max_entries;     /* archive entries read */
+    unsigned crash_max_path_bytes;  /* one entry's path */
+    unsigned crash_max_path_depth;  /* folders in one path, the file included (at most 64) */
+    size_t crash_max_entry_bytes;   /* written for one file */
+    size_t crash_max_total_bytes;   /* written for one package */
+    unsigned crash_max_ratio;       /* written / archive bytes, once past 1 MiB written */
+    unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
+    const char *symbols_dir;        /* NULL: <out_dir>/symbols (.build-id/ layout) */
+    const char *symbolizer;         /* NULL: nwb-symbolize beside the server's executable */
+    unsigned symbolize_timeout_ms;  /* one crash's symbolisation, wall clock; then killed */
+    size_t symbolize_memory_bytes;  /* its address space (RLIMIT_AS); 0 = no cap */
+    unsigned symbolize_cpu_s;       /* its CPU time (RLIMIT_CPU); 0 = no cap */
+    size_t telemetry_run_max_bytes; /* one run's stored telemetry stream; past it: not stored */
+    unsigned telemetry_cache_runs;  /* runs whose report state stays in memory */
+    size_t telemetry_cache_bytes;   /* the memory of those states */
+    size_t max_header_bytes;        /* request line + header lines; beyond: 431 */
+    unsigned max_headers;           /* header fields per request; beyond: 431 */
+    size_t max_body_bytes;          /* beyond: 413 */
+    unsigned request_timeout_ms;    /* first byte to last body byte; beyond: 408 */
+    unsigned idle_timeout_ms;       /* keep-alive connection with no request: closed */
+    unsigned max_connections;       /* beyond: 503 and close */
+    unsigned queue_max_jobs;        /* log jobs queued or being written; beyond: stop reading */
+    size_t max_buffered_bytes;      /* request bodies held in memory; beyond: wait */
+    unsigned max_open_runs;         /* run directories kept open by the log worker */
     unsigned run_live_s;            /* GET /v1/runs: live while the last batch or upload is newer */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
@@ -123,8 +123,8 @@ typedef struct nwb_server_config {
       "the nwb-symbolize executable run per crash; default the one beside nwb-logserver")          \
     X("--symbolize-timeout-ms", symbolize_timeout_ms, UINT, 60000u, 1, 3600000, "N",               \
       "one crash's symbolisation, wall clock; beyond it the symboliser is killed")                 \
-    X("--symbolize-max-memory-bytes", symbolize_max_memory_bytes, SIZE, (size_t)1u << 30, 0,       \
-      1ull << 40, "N", "the symboliser's address space (RLIMIT_AS); 0 = no cap")                   \
+    X("--symbolize-memory-bytes", symbolize_memory_bytes, SIZE, (size_t)1u << 30, 0, 1ull << 40,   \
+      "N", "the symboliser's address space (RLIMIT_AS); 0 = no cap")                               \
     X("--symbolize-cpu-s", symbolize_cpu_s, UINT, 30u, 0, 3600, "N",                               \
       "the symboliser's CPU seconds (RLIMIT_CPU); 0 = no cap")                                     \
     X("--telemetry-run-max-bytes", telemetry_run_max_bytes, SIZE, (size_t)1u << 30, 1, 1ull << 42, \
