@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,14 +37,30 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Time one run of @p argv in ms, or -1 when it failed. */
+/* CPU time (user + system) of the children reaped so far, in ms. */
+static double children_cpu_ms(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static double cpu_total_ms; /* CPU of the runs timed() made, summed */
+
+/* Time one run of @p argv in ms (wall clock; its CPU time is added to cpu_total_ms), or -1
+ * when it failed. The machine is shared: CPU time is the steadier figure. */
 static double timed(const char *const argv[])
 {
     char err[512];
+    const double c0 = children_cpu_ms();
     const double t0 = now_ms();
     const int rc = sym_run(argv, err, sizeof(err));
+    const double t = now_ms() - t0;
 
-    return rc == 0 ? now_ms() - t0 : -1.0;
+    cpu_total_ms += children_cpu_ms() - c0;
+    return rc == 0 ? t : -1.0;
 }
 
 static double median_of(const char *const argv[], int runs)
@@ -71,7 +88,7 @@ int main(int argc, char **argv)
 {
     static struct sym_world w;
     int runs = 20;
-    char path[800], out[700], *tsv;
+    char path[1700], out[700], *tsv;
     char offsets[16][32];
     const char *a2l[24], *eu[24];
     int noff = 0;
@@ -94,12 +111,44 @@ int main(int argc, char **argv)
     {
         const char *const tool[] = {NWB_SYMBOLIZE_EXE, "--capture", w.capture, "--symbols-dir",
                                     w.symbols,         "--out",     out,       NULL};
-        const double cold = timed(tool);
-        const double warm = median_of(tool, runs);
+        const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+        char libc_id[129], first[256] = "";
+        double cold, cold_cpu, warm;
+        char *txt;
 
-        printf("nwb-symbolize: cold %.2f ms, warm median %.2f ms over %d runs "
-               "(1 thread, 19 modules, 1 with symbols)\n",
-               cold, warm, runs);
+        cpu_total_ms = 0;
+        cold = timed(tool);
+        cold_cpu = cpu_total_ms;
+        cpu_total_ms = 0;
+        warm = median_of(tool, runs);
+        snprintf(path, sizeof(path), "%s/stack.txt", w.out);
+        txt = nwb_test_read_file(path, NULL);
+        if (txt != NULL) {
+            snprintf(first, sizeof(first), "%.*s", (int)strcspn(txt, "\n"), txt);
+        }
+        free(txt);
+        printf("%s\n", first);
+        printf("nwb-symbolize, the program's symbols: cold %.2f ms wall %.2f ms CPU; warm median "
+               "%.2f ms wall, %.2f ms CPU mean (%d runs)\n",
+               cold, cold_cpu, warm, cpu_total_ms / runs, runs);
+        /* libc's file too (2 MB, its CFI and .dynsym): the unwinder goes on to libc's frames. */
+        if (sym_build_id_hex(libc, libc_id) == 0) {
+            char dir[800];
+
+            snprintf(dir, sizeof(dir), "%s/.build-id/%.2s", w.symbols, libc_id);
+            (void)mkdir(dir, 0755);
+            snprintf(path, sizeof(path), "%s/%s", dir, libc_id + 2);
+            if (sym_copy_file(libc, path, 0755) == 0) {
+                cpu_total_ms = 0;
+                cold = timed(tool);
+                cold_cpu = cpu_total_ms;
+                cpu_total_ms = 0;
+                warm = median_of(tool, runs);
+                printf("nwb-symbolize, + libc's file: cold %.2f ms wall %.2f ms CPU; warm median "
+                       "%.2f ms wall, %.2f ms CPU mean (%d runs)\n",
+                       cold, cold_cpu, warm, cpu_total_ms / runs, runs);
+            }
+        }
     }
     /* The crashing thread's symbolised offsets, from frames.tsv. */
     snprintf(path, sizeof(path), "%s/frames.tsv", w.out);
@@ -133,8 +182,20 @@ int main(int argc, char **argv)
     }
     a2l[5 + noff] = NULL;
     eu[5 + noff] = NULL;
-    printf("addr2line -f -i (%d addresses): median %.2f ms\n", noff, median_of(a2l, runs));
-    printf("eu-addr2line -f -i (%d addresses): median %.2f ms\n", noff, median_of(eu, runs));
+    cpu_total_ms = 0;
+    {
+        const double m = median_of(a2l, runs);
+
+        printf("addr2line -f -i (%d addresses): median %.2f ms wall, %.2f ms CPU mean\n", noff, m,
+               cpu_total_ms / runs);
+    }
+    cpu_total_ms = 0;
+    {
+        const double m = median_of(eu, runs);
+
+        printf("eu-addr2line -f -i (%d addresses): median %.2f ms wall, %.2f ms CPU mean\n", noff,
+               m, cpu_total_ms / runs);
+    }
     sym_world_teardown(&w);
     return 0;
 }

@@ -40,7 +40,12 @@ int sym_run(const char *const argv_c[], char *err, size_t cap)
     }
     pid = fork();
     if (pid == 0) {
+        const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
         dup2(pipefd[1], 2);
+        if (null_fd >= 0) {
+            dup2(null_fd, 1); /* only stderr is kept */
+        }
         execvp(argv[0], argv);
         _exit(127);
     }

@@ -29,8 +29,8 @@ void sym_world_reset(struct sym_world *w);
 /* The path of crash_prog's symbols with @p suffix ("" or ".debug"), its folders made. */
 void sym_world_symbol_path(const struct sym_world *w, const char *suffix, char *out, size_t cap);
 
-/* Run @p argv (NULL-terminated, argv[0] looked up on PATH); its stderr into @p err. The exit
- * status, 128 + the signal when killed, or -1. */
+/* Run @p argv (NULL-terminated, argv[0] looked up on PATH); its stderr into @p err, its stdout
+ * to /dev/null. The exit status, 128 + the signal when killed, or -1. */
 int sym_run(const char *const argv[], char *err, size_t cap);
 
 /* The GNU build id of the ELF file @p path as lowercase hex into @p out (129 bytes). 0 or -1. */
