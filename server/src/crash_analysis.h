@@ -46,12 +46,15 @@ int nwb__crash_symbolize(struct nwb__crash_store *st, const char *id,
                          const struct nwb_crash_symbolize_cfg *cfg, const atomic_int *cancel);
 
 /*
- * The symbols of build id @p build_id (lowercase hex) arrived: queue a re-run of the
- * symbolisation of every stored crash whose frames.tsv lists it as missing. Any thread; it
- * only queues (the crash worker does the work). Returns 0, -EINVAL for a malformed id, or
- * NWB_EFULL when the re-run queue is full.
+ * The symbols of build id @p build_id (lowercase hex, 2..128 digits) arrived (POST /v1/symbols
+ * stored a new file): queue a re-run of the symbolisation of every stored crash whose
+ * frames.tsv lists it as missing. Any thread, the loop's included: it only queues (the crash
+ * worker does the work) and never blocks. Never fails: a malformed id, symbolisation off, a
+ * stopping server or a full re-run queue (NWB__CRASH_RESYMBOLIZE_QUEUE) only means nothing is
+ * re-run now (POST /v1/crashes/<id>/resymbolize still can). The same contract as the symbol
+ * store's symbols_hook.h, whose do-nothing default this definition replaces.
  */
-int nwb__crash_resymbolize_build_id(struct nwb_server *server, const char *build_id);
+void nwb__crash_resymbolize_build_id(struct nwb_server *server, const char *build_id);
 
 /*
  * The fallback signature of a crash from its manifest's @p signal and crash.txt @p text

@@ -302,10 +302,9 @@ void nwb__crash_resymbolize_handle(struct nwb__conn *c)
     }
 }
 
-int nwb__crash_resymbolize_build_id(struct nwb_server *server, const char *build_id)
+void nwb__crash_resymbolize_build_id(struct nwb_server *server, const char *build_id)
 {
-    if (server == NULL || server->crash == NULL) {
-        return NWB_ECLOSED;
+    if (server != NULL && server->crash != NULL) {
+        (void)nwb__crash_ingest_resymbolize_build_id(server->crash, build_id);
     }
-    return nwb__crash_ingest_resymbolize_build_id(server->crash, build_id);
 }

@@ -48,7 +48,7 @@ typedef struct nwb_server_config {
     size_t crash_max_total_bytes;   /* written for one package */
     unsigned crash_max_ratio;       /* written / archive bytes, once past 1 MiB written */
     unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
-    const char *symbols_dir;        /* NULL: <out_dir>/symbols (.build-id/ layout) */
+    const char *symbols_dir;        /* symbol files by build id; NULL: <out_dir>/symbols */
     const char *symbolizer;         /* NULL: nwb-symbolize beside the server's executable */
     unsigned symbolize_timeout_ms;  /* one crash's symbolisation, wall clock; then killed */
     size_t symbolize_memory_bytes;  /* its address space (RLIMIT_AS); 0 = no cap */
@@ -118,7 +118,7 @@ typedef struct nwb_server_config {
     X("--crash-max-queue", crash_max_queue, UINT, 256u, 1, 65536, "N",                             \
       "archives stored, not yet extracted; beyond: 503")                                           \
     X("--symbols-dir", symbols_dir, STR, NULL, 0, 0, "DIR",                                        \
-      "symbol files by GNU build id, DIR/.build-id/xx/rest[.debug]; default <--out>/symbols")      \
+      "symbol files by GNU build id, .build-id/ab/cdef...[.debug] (default OUT/symbols)")          \
     X("--symbolizer", symbolizer, STR, NULL, 0, 0, "FILE",                                         \
       "the nwb-symbolize executable run per crash; default the one beside nwb-logserver")          \
     X("--symbolize-timeout-ms", symbolize_timeout_ms, UINT, 60000u, 1, 3600000, "N",               \
