@@ -23,6 +23,7 @@
 #include "nwb/file_io.h"
 #include "nwb/json.h"
 
+#include "crash_frame_json.h"
 #include "crash_frames.h"
 #include "crash_ingest_int.h"
 #include "crash_signature.h"
@@ -276,23 +277,6 @@ struct frames_json {
     int missing_open;
 };
 
-static void json_hex(nwb_json_t *j, uint64_t v)
-{
-    char s[24];
-
-    snprintf(s, sizeof(s), "0x%llx", (unsigned long long)v);
-    nwb_json_cstr(j, s);
-}
-
-static void json_str_or_null(nwb_json_t *j, struct nwb_crash_str s)
-{
-    if (s.len == 0) {
-        nwb_json_null(j);
-    } else {
-        nwb_json_str(j, s.s, s.len);
-    }
-}
-
 static int fj_thread(void *ctx, uint32_t tid, int crashed, struct nwb_crash_str name)
 {
     struct frames_json *fj = ctx;
@@ -317,32 +301,25 @@ static int fj_thread(void *ctx, uint32_t tid, int crashed, struct nwb_crash_str 
 static int fj_frame(void *ctx, const struct nwb_crash_frame_rec *f)
 {
     struct frames_json *fj = ctx;
-    nwb_json_t *j = fj->j;
+    const struct nwb_crash_frame_json out = {
+        f->pc,
+        f->module.len > 0 ? f->module.s : NULL,
+        f->module.len,
+        f->build_id.s,
+        f->build_id.len,
+        f->offset,
+        f->function.s,
+        f->function.len,
+        f->file.s,
+        f->file.len,
+        f->line,
+        f->inlined,
+        f->symbolized,
+        NULL,
+        0,
+    };
 
-    nwb_json_obj_begin(j);
-    nwb_json_key(j, "pc");
-    json_hex(j, f->pc);
-    nwb_json_key(j, "module");
-    json_str_or_null(j, f->module);
-    nwb_json_key(j, "buildId");
-    nwb_json_str(j, f->build_id.s, f->build_id.len);
-    nwb_json_key(j, "offset");
-    json_hex(j, f->offset);
-    nwb_json_key(j, "function");
-    json_str_or_null(j, f->function);
-    nwb_json_key(j, "file");
-    json_str_or_null(j, f->file);
-    nwb_json_key(j, "line");
-    if (f->file.len > 0 && f->line > 0) {
-        nwb_json_u64(j, f->line);
-    } else {
-        nwb_json_null(j);
-    }
-    nwb_json_key(j, "inlined");
-    nwb_json_bool(j, f->inlined);
-    nwb_json_key(j, "symbolized");
-    nwb_json_bool(j, f->symbolized);
-    nwb_json_obj_end(j);
+    nwb_crash_frame_json_write(fj->j, &out);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "nwb/buf.h"
 #include "nwb/json.h"
 
+#include "crash_frame_json.h"
 #include "symbolize.h"
 
 struct json_state {
@@ -115,12 +116,15 @@ int nwb_sym_out_begin(struct nwb_sym_out *o, const nwb_crash_capture_view_t *cap
     return 0;
 }
 
-static void json_hex(nwb_json_t *j, uint64_t v)
+/* strlen(@p s) but at most @p max; 0 for NULL. */
+static size_t bounded_len(const char *s, size_t max)
 {
-    char s[24];
+    size_t n = 0;
 
-    snprintf(s, sizeof(s), "0x%" PRIx64, v);
-    nwb_json_cstr(j, s);
+    while (s != NULL && n < max && s[n] != '\0') {
+        n++;
+    }
+    return n;
 }
 
 static void json_str_or_null(nwb_json_t *j, const char *s, size_t max)
@@ -151,39 +155,25 @@ static void json_thread(nwb_json_t *j, const struct nwb_sym_thread *t)
     nwb_json_arr_begin(j);
     for (size_t i = 0; i < t->nframes; i++) {
         const struct nwb_sym_frame *f = &t->frames[i];
+        const struct nwb_crash_frame_json fj = {
+            f->pc,
+            f->module,
+            f->module_len,
+            f->build_id,
+            f->build_id != NULL ? strlen(f->build_id) : 0,
+            f->offset,
+            f->function,
+            bounded_len(f->function, NWB_SYM_FUNCTION_MAX),
+            f->file,
+            bounded_len(f->file, NWB_SYM_FILE_MAX),
+            f->line,
+            f->inlined,
+            f->symbolized,
+            f->why,
+            bounded_len(f->why, 256),
+        };
 
-        nwb_json_obj_begin(j);
-        nwb_json_key(j, "pc");
-        json_hex(j, f->pc);
-        nwb_json_key(j, "module");
-        if (f->module != NULL) {
-            nwb_json_str(j, f->module, f->module_len);
-        } else {
-            nwb_json_null(j);
-        }
-        nwb_json_key(j, "buildId");
-        nwb_json_cstr(j, f->build_id != NULL ? f->build_id : "");
-        nwb_json_key(j, "offset");
-        json_hex(j, f->offset);
-        nwb_json_key(j, "function");
-        json_str_or_null(j, f->function, NWB_SYM_FUNCTION_MAX);
-        nwb_json_key(j, "file");
-        json_str_or_null(j, f->file, NWB_SYM_FILE_MAX);
-        nwb_json_key(j, "line");
-        if (f->file != NULL && f->line > 0) {
-            nwb_json_u64(j, f->line);
-        } else {
-            nwb_json_null(j);
-        }
-        nwb_json_key(j, "inlined");
-        nwb_json_bool(j, f->inlined);
-        nwb_json_key(j, "symbolized");
-        nwb_json_bool(j, f->symbolized);
-        if (!f->symbolized) {
-            nwb_json_key(j, "reason");
-            json_str_or_null(j, f->why, 256);
-        }
-        nwb_json_obj_end(j);
+        nwb_crash_frame_json_write(j, &fj);
     }
     nwb_json_arr_end(j);
     nwb_json_obj_end(j);
