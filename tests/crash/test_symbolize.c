@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "capture_ptrace.h"
+#include "crash_frames.h"
 #include "json_check.h"
 #include "symbolize.h"
 #include "symbolize_test_world.h"
@@ -90,6 +91,155 @@ static void test_symbolize_frame_lines(void **state)
     f.why = "no module at this address";
     nwb_sym_format_frame(&f, 7, line, sizeof(line));
     assert_string_equal(line, "#7 0x000055d0c0de1234 ?+0x1234 (no module at this address)");
+}
+
+/* The three outputs of two threads, written to memory: stack.txt's blocks, stack.json strict,
+ * and frames.tsv read back by the server's own reader (crash_frames.c) field for field. */
+struct readback {
+    unsigned threads, frames, missing;
+    char functions[256];
+};
+
+static int rb_thread(void *ctx, uint32_t tid, int crashed, struct nwb_crash_str name)
+{
+    struct readback *r = ctx;
+
+    assert_int_equal(tid, r->threads == 0 ? 4242 : 4243);
+    assert_int_equal(crashed, r->threads == 0);
+    assert_int_equal(name.len, r->threads == 0 ? 6 : 6);
+    r->threads++;
+    return 0;
+}
+
+static int rb_frame(void *ctx, const struct nwb_crash_frame_rec *f)
+{
+    struct readback *r = ctx;
+    const size_t used = strlen(r->functions);
+
+    snprintf(r->functions + used, sizeof(r->functions) - used, "%.*s:%u:%d:%d|",
+             (int)f->function.len, f->function.s, f->line, f->inlined, f->symbolized);
+    r->frames++;
+    return 0;
+}
+
+static int rb_missing(void *ctx, struct nwb_crash_str build_id, struct nwb_crash_str module)
+{
+    struct readback *r = ctx;
+
+    assert_int_equal(build_id.len, 4);
+    assert_memory_equal(module.s, "libc.so.6", 9);
+    r->missing++;
+    return 0;
+}
+
+static void test_symbolize_outputs_read_back(void **state)
+{
+    static const char path[] = "/usr/lib/libc.so.6";
+    const nwb_crash_module_view_t mod = {0x7f0000000000u, 0x7f0000200000u, 0, NULL, 0, path, 18};
+    nwb_crash_thread_view_t tv[2];
+    nwb_crash_capture_view_t cap;
+    struct nwb_sym_frame f0[3], f1[1];
+    struct nwb_sym_thread t0, t1;
+    struct nwb_sym_missing miss;
+    struct nwb_sym_out o;
+    char *text = NULL, *tsv = NULL, *json = NULL;
+    size_t text_len = 0, tsv_len = 0, json_len = 0;
+    FILE *ft = open_memstream(&text, &text_len);
+    FILE *fs = open_memstream(&tsv, &tsv_len);
+    FILE *fj = open_memstream(&json, &json_len);
+    struct readback rb;
+    const struct nwb_crash_frames_cb cb = {rb_thread, rb_frame, rb_missing, &rb};
+    char why[256];
+
+    (void)state;
+    memset(tv, 0, sizeof(tv));
+    memset(&cap, 0, sizeof(cap));
+    cap.arch = NWB_CRASH_ARCH_X86_64;
+    cap.method = NWB_CRASH_CAPTURE_PTRACE;
+    cap.pid = 4242;
+    cap.crashed_tid = 4242;
+    cap.note = "a note\twith a tab";
+    cap.note_len = strlen(cap.note);
+    cap.threads = tv;
+    cap.nthreads = 2;
+    cap.modules = (nwb_crash_module_view_t *)(uintptr_t)&mod;
+    cap.nmodules = 1;
+    memset(f0, 0, sizeof(f0));
+    f0[0] = (struct nwb_sym_frame){0x5501,     0x1501, "game", 4, "abcd", "leaf",
+                                   "/src/a.c", 12,     1,      1, NULL};
+    f0[1] = (struct nwb_sym_frame){0x5501,     0x1501, "game", 4, "abcd", "outer",
+                                   "/src/a.c", 40,     0,      1, NULL};
+    f0[2] = (struct nwb_sym_frame){0x7f0000001234u,
+                                   0x1234,
+                                   "libc.so.6",
+                                   9,
+                                   "93ac",
+                                   NULL,
+                                   NULL,
+                                   0,
+                                   0,
+                                   0,
+                                   "no symbols: build id 93ac"};
+    f1[0] = (struct nwb_sym_frame){0x7f0000002000u,
+                                   0x2000,
+                                   "libc.so.6",
+                                   9,
+                                   "93ac",
+                                   NULL,
+                                   NULL,
+                                   0,
+                                   0,
+                                   0,
+                                   "no symbols: build id 93ac"};
+    t0 = (struct nwb_sym_thread){4242, "render", 1, f0, 3, 0, NULL};
+    t1 = (struct nwb_sym_thread){4243, "worker", 0, f1, 1, 0, "No DWARF information found"};
+    memset(&miss, 0, sizeof(miss));
+    snprintf(miss.build_id, sizeof(miss.build_id), "93ac");
+    snprintf(miss.module, sizeof(miss.module), "libc.so.6");
+    snprintf(miss.why, sizeof(miss.why), "no symbols: build id 93ac");
+    assert_non_null(ft);
+    assert_non_null(fs);
+    assert_non_null(fj);
+    assert_int_equal(nwb_sym_out_begin(&o, &cap, ft, fs, fj), 0);
+    nwb_sym_out_thread(&o, &t0);
+    nwb_sym_out_thread(&o, &t1);
+    assert_int_equal(nwb_sym_out_end(&o, &miss, 1), 0);
+    fclose(ft);
+    fclose(fs);
+    fclose(fj);
+
+    assert_string_equal(text,
+                        "capture: ptrace, pid 4242, 2 threads, 1 module: a note?with a tab\n\n"
+                        "thread 4242 [render] (crashed)\n"
+                        "#0 0x0000000000005501 leaf (/src/a.c:12) game+0x1501 (inlined)\n"
+                        "#1 0x0000000000005501 outer (/src/a.c:40) game+0x1501\n"
+                        "#2 0x00007f0000001234 libc.so.6+0x1234 (no symbols: build id 93ac)\n"
+                        "\n"
+                        "thread 4243 [worker]\n"
+                        "#0 0x00007f0000002000 libc.so.6+0x2000 (no symbols: build id 93ac)\n"
+                        "   (unwinding stopped: No DWARF information found)\n"
+                        "\n"
+                        "missing symbols:\n"
+                        "  libc.so.6: no symbols: build id 93ac\n");
+    assert_int_equal(nwb_test_json_check(json, json_len, NULL), 0);
+    assert_non_null(strstr(json,
+                           "{\"pc\":\"0x5501\",\"module\":\"game\",\"buildId\":\"abcd\","
+                           "\"offset\":\"0x1501\",\"function\":\"leaf\",\"file\":\"/src/a.c\","
+                           "\"line\":12,\"inlined\":true,\"symbolized\":true}"));
+    assert_non_null(strstr(json, "\"function\":null,\"file\":null,\"line\":null,\"inlined\":"
+                                 "false,\"symbolized\":false,\"reason\":\"no symbols: build id "
+                                 "93ac\"}"));
+    assert_non_null(strstr(json, "\"stopped\":\"No DWARF information found\""));
+    assert_non_null(strstr(json, "\"note\":\"a note\\twith a tab\""));
+    memset(&rb, 0, sizeof(rb));
+    assert_int_equal(nwb_crash_frames_parse(tsv, tsv_len, &cb, why, sizeof(why)), 0);
+    assert_int_equal(rb.threads, 2);
+    assert_int_equal(rb.frames, 4);
+    assert_int_equal(rb.missing, 1);
+    assert_string_equal(rb.functions, "leaf:12:1:1|outer:40:0:1|:0:0:0|:0:0:0|");
+    free(text);
+    free(tsv);
+    free(json);
 }
 
 /* ---- the tool on a real crash ---- */
@@ -337,6 +487,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_symbolize_frame_lines),
+        cmocka_unit_test(test_symbolize_outputs_read_back),
         cmocka_unit_test(test_symbolize_crash_prog_from_its_binary),
         cmocka_unit_test(test_symbolize_uploaded_binary_as_debug_file),
         cmocka_unit_test(test_symbolize_stripped_binary_and_debug_file),

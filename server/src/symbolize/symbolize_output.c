@@ -84,8 +84,9 @@ int nwb_sym_out_begin(struct nwb_sym_out *o, const nwb_crash_capture_view_t *cap
     o->json = json;
     field(cap->note, cap->note_len, NWB_CRASH_CAPTURE_NOTE_MAX, note);
     if (text != NULL) {
-        fprintf(text, "capture: %s, pid %" PRIu32 ", %zu threads, %zu modules%s%s\n\n", method,
-                cap->pid, cap->nthreads, cap->nmodules, note[0] != '\0' ? ": " : "", note);
+        fprintf(text, "capture: %s, pid %" PRIu32 ", %zu thread%s, %zu module%s%s%s\n\n", method,
+                cap->pid, cap->nthreads, cap->nthreads == 1 ? "" : "s", cap->nmodules,
+                cap->nmodules == 1 ? "" : "s", note[0] != '\0' ? ": " : "", note);
     }
     if (tsv != NULL) {
         fprintf(tsv, NWB_SYM_FRAMES_MAGIC "\n");
