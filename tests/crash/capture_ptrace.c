@@ -346,13 +346,13 @@ int capture_ptrace_run(char *const argv[], const char *const *env_add, const cha
     }
 reap:
     kill(pid, SIGKILL);
-    for (size_t i = ntids; i > 0; i--) {
-        while (waitpid(tids[i - 1], &status, __WALL) == tids[i - 1] && !WIFEXITED(status) &&
-               !WIFSIGNALED(status)) {
+    /* Every other thread first: a traced leader is only reported once they are all reaped. */
+    for (size_t i = 0; i < ntids; i++) {
+        while (tids[i] != pid && waitpid(tids[i], &status, __WALL) == tids[i] &&
+               !WIFEXITED(status) && !WIFSIGNALED(status)) {
         }
     }
-    if (ntids == 0) {
-        (void)waitpid(pid, &status, __WALL);
+    while (waitpid(pid, &status, __WALL) == pid && !WIFEXITED(status) && !WIFSIGNALED(status)) {
     }
     return rc;
 }
