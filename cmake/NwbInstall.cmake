@@ -217,7 +217,7 @@ install(TARGETS ${nwb_exported}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The server, the client tool, and the other tools where they exist.
-foreach(exe nwb-logserver nwb-log nwb-namesym nwb-crash nwb-telemetry)
+foreach(exe nwb-logserver nwb-symbolize nwb-log nwb-namesym nwb-crash nwb-telemetry)
   if(TARGET ${exe})
     if(NWB_BUILD_SHARED)
       set_target_properties(${exe} PROPERTIES INSTALL_RPATH "\$ORIGIN/${nwb_bin_to_lib}")

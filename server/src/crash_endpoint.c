@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crash_endpoint.c - POST /v1/crash, GET /v1/crashes[?group=G], GET /v1/crashes/<id> and
- * GET /v1/crash-groups over the crash ingest (crash_int.h, docs/crash.md). Storing an archive
- * fsyncs and the views scan the crash folders, so both run on the thread
- * pool (offload.c); the loop only answers.
+ * crash_endpoint.c - POST /v1/crash, GET /v1/crashes[?group=G], GET /v1/crashes/<id>,
+ * GET /v1/crash-groups and POST /v1/crashes/<id>/resymbolize over the crash ingest
+ * (crash_int.h, docs/crash.md), and the hook a symbols upload calls to re-run symbolisation.
+ * Storing an archive fsyncs and the views scan the crash folders, so both run on the thread pool
+ * (offload.c); the loop only answers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -206,5 +207,104 @@ void nwb__crash_get_handle(struct nwb__conn *c)
         c->work.ctx = NULL;
         nwb_free(v);
         nwb__conn_respond_error(c, 500, "cannot queue the request");
+    }
+}
+
+/* ---- POST /v1/crashes/<id>/resymbolize ---- */
+
+struct crash_resym {
+    char id[NWB__URL_MAX + 1];
+    int err;
+};
+
+static void resym_run(struct nwb__conn *c)
+{
+    struct crash_resym *r = c->work.ctx;
+
+    r->err = nwb__crash_ingest_resymbolize(c->srv->crash, r->id);
+}
+
+static void resym_done(struct nwb__conn *c)
+{
+    struct crash_resym *r = c->work.ctx;
+
+    c->work.ctx = NULL;
+    if (c->state != NWB__CONN_CLOSED) {
+        switch (r->err) {
+        case 0: {
+            nwb_buf_t b = NWB_BUF_INIT(256);
+            nwb_json_t j;
+
+            nwb_json_init(&j, &b, NULL);
+            nwb_json_obj_begin(&j);
+            nwb_json_key(&j, "id");
+            nwb_json_cstr(&j, r->id);
+            nwb_json_key(&j, "state");
+            nwb_json_cstr(&j, "pending");
+            nwb_json_obj_end(&j);
+            nwb_json_space(&j, "\n", 1);
+            if (nwb_json_finish(&j) != 0) {
+                nwb__conn_respond_error(c, 503, "out of memory");
+            } else {
+                nwb__conn_respond(c, 202, "application/json", (const char *)b.data, b.len, 0, NULL);
+            }
+            nwb_buf_cleanup(&b);
+            break;
+        }
+        case -EINVAL:
+        case -ENOENT:
+            nwb__conn_respond_error(c, 404, "no such extracted crash");
+            break;
+        case -ENODATA:
+            nwb__conn_respond_error(c, 409, "the crash has no threads.nwbc to symbolise");
+            break;
+        case -ENOTSUP:
+            nwb__conn_respond_error(c, 409, "symbolisation is off on this server");
+            break;
+        case NWB_EFULL:
+            nwb__conn_respond_error(c, 503, "too many re-runs queued; retry later");
+            break;
+        default:
+            nwb__conn_respond_error(c, 503, "the server is stopping; retry later");
+            break;
+        }
+    }
+    nwb_free(r);
+}
+
+void nwb__crash_resymbolize_handle(struct nwb__conn *c)
+{
+    static const char prefix[] = "/v1/crashes/";
+    const struct nwb__http_req *req = &c->req;
+    const char *q = memchr(req->url, '?', req->url_len);
+    const size_t len = q != NULL ? (size_t)(q - req->url) : req->url_len;
+    const size_t tail = sizeof("/resymbolize") - 1;
+    struct crash_resym *r;
+
+    if (len <= sizeof(prefix) - 1 + tail) {
+        nwb__conn_respond_error(c, 404, "no such extracted crash");
+        return;
+    }
+    r = nwb_calloc(1, sizeof(*r));
+    if (r == NULL) {
+        nwb__conn_respond_error(c, 503, "out of memory");
+        return;
+    }
+    /* The router matched /v1/crashes/<one segment>/resymbolize; the id is checked by the
+     * ingest (-EINVAL: 404). */
+    memcpy(r->id, req->url + sizeof(prefix) - 1, len - (sizeof(prefix) - 1) - tail);
+    r->id[len - (sizeof(prefix) - 1) - tail] = '\0';
+    c->work.ctx = r;
+    if (nwb__offload(c, resym_run, resym_done) != 0) {
+        c->work.ctx = NULL;
+        nwb_free(r);
+        nwb__conn_respond_error(c, 500, "cannot queue the request");
+    }
+}
+
+void nwb__crash_resymbolize_build_id(struct nwb_server *server, const char *build_id)
+{
+    if (server != NULL && server->crash != NULL) {
+        (void)nwb__crash_ingest_resymbolize_build_id(server->crash, build_id);
     }
 }

@@ -8,9 +8,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "nwb/safe_name.h"
 
 #include "crash_analysis.h"
+#include "crash_frames.h"
 #include "crash_ingest_int.h"
 
 struct nwb__crash_ingest {
@@ -39,6 +42,12 @@ struct nwb__crash_ingest {
     nwb__crash_settled_fn settled_fn; /* nwb__crash_ingest_on_settled() */
     void *settled_ctx;
     struct nwb_crash_skip skip; /* frames grouping signatures pass over */
+    /* Symbolisation re-runs (POST /v1/crashes/<id>/resymbolize, symbols uploads), a ring. */
+    struct resym {
+        int by_build_id;
+        char key[NWB_CRASH_FRAMES_BUILD_ID_MAX + 1];
+    } resym[NWB__CRASH_RESYMBOLIZE_QUEUE];
+    unsigned r_head, r_len;
 };
 
 /* ---- the queue (lock held) ---- */
@@ -126,7 +135,8 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     pthread_mutex_unlock(&ci->lock);
     if (settled && rc == 0) {
         /* Before the notice, so a viewer told of the crash finds its signature. */
-        (void)nwb__crash_analyse(&ci->store, job->id, &ci->skip);
+        (void)nwb__crash_analyse(&ci->store, job->id, &ci->skip, &ci->caps.symbolize,
+                                 &ci->stopping);
     }
     if (fn != NULL && settled) {
         const int named = rc == 0 && info.manifest.program[0] != '\0';
@@ -138,6 +148,28 @@ static void process(struct nwb__crash_ingest *ci, const struct nwb__crash_job *j
     }
 }
 
+/* A re-run of the symbolisation: one package, or every package missing a build id. */
+static void resymbolize(struct nwb__crash_ingest *ci, const struct resym *r)
+{
+    struct nwb__crash_entry *list;
+    size_t n;
+
+    if (!r->by_build_id) {
+        (void)nwb__crash_analyse(&ci->store, r->key, &ci->skip, &ci->caps.symbolize, &ci->stopping);
+        return;
+    }
+    if (nwb__crash_store_scan(&ci->store, NWB__CRASH_PACKAGES, &list, &n) != 0) {
+        return;
+    }
+    for (size_t i = 0; i < n && !atomic_load(&ci->stopping); i++) {
+        if (nwb__crash_frames_miss(&ci->store, list[i].id, r->key)) {
+            (void)nwb__crash_analyse(&ci->store, list[i].id, &ci->skip, &ci->caps.symbolize,
+                                     &ci->stopping);
+        }
+    }
+    nwb_free(list);
+}
+
 static void *worker_main(void *arg)
 {
     struct nwb__crash_ingest *ci = arg;
@@ -146,17 +178,17 @@ static void *worker_main(void *arg)
     /* Packages stored before the server analysed them (or whose analysis was lost). */
     ci->busy = 1;
     pthread_mutex_unlock(&ci->lock);
-    nwb__crash_analyse_missing(&ci->store, &ci->skip);
+    nwb__crash_analyse_missing(&ci->store, &ci->skip, &ci->caps.symbolize, &ci->stopping);
     pthread_mutex_lock(&ci->lock);
     ci->busy = 0;
     for (;;) {
         struct nwb__crash_job job;
 
-        while ((ci->q_len == 0 || ci->paused) && !atomic_load(&ci->stopping)) {
+        while (((ci->q_len == 0 && ci->r_len == 0) || ci->paused) && !atomic_load(&ci->stopping)) {
             if (ci->rescan) {
                 ci->rescan = 0;
                 (void)nwb__crash_store_requeue(&ci->store, requeue_take, ci);
-                if (ci->q_len > 0 && !ci->paused) {
+                if ((ci->q_len > 0 || ci->r_len > 0) && !ci->paused) {
                     break;
                 }
             }
@@ -165,6 +197,19 @@ static void *worker_main(void *arg)
         }
         if (atomic_load(&ci->stopping)) {
             break;
+        }
+        if (ci->q_len == 0) {
+            /* Archives first; a re-run only when none waits. */
+            const struct resym r = ci->resym[ci->r_head];
+
+            ci->busy = 1;
+            pthread_mutex_unlock(&ci->lock);
+            resymbolize(ci, &r);
+            pthread_mutex_lock(&ci->lock);
+            ci->r_head = (ci->r_head + 1) % NWB__CRASH_RESYMBOLIZE_QUEUE;
+            ci->r_len--;
+            ci->busy = 0;
+            continue;
         }
         job = ci->queue[ci->q_head];
         ci->busy = 1;
@@ -292,7 +337,8 @@ int nwb__crash_ingest_wait_idle(struct nwb__crash_ingest *ci, unsigned timeout_m
     int err = 0;
 
     pthread_mutex_lock(&ci->lock);
-    while ((ci->q_len > 0 || ci->busy || ci->rescan) && !atomic_load(&ci->stopping)) {
+    while ((ci->q_len > 0 || ci->r_len > 0 || ci->busy || ci->rescan) &&
+           !atomic_load(&ci->stopping)) {
         if (nwb_cond_wait_until(&ci->idle, &ci->lock, &deadline) == ETIMEDOUT) {
             err = NWB_ETIMEOUT;
             break;
@@ -351,6 +397,73 @@ int nwb__crash_ingest_submit(struct nwb__crash_ingest *ci, const void *body, siz
     }
     pthread_mutex_unlock(&ci->lock);
     return err;
+}
+
+/* ---- symbolisation re-runs ---- */
+
+static int resym_push(struct nwb__crash_ingest *ci, int by_build_id, const char *key)
+{
+    int err = 0;
+
+    pthread_mutex_lock(&ci->lock);
+    if (atomic_load(&ci->stopping)) {
+        err = NWB_ECLOSED;
+    }
+    for (unsigned i = 0; err == 0 && i < ci->r_len; i++) {
+        const struct resym *r = &ci->resym[(ci->r_head + i) % NWB__CRASH_RESYMBOLIZE_QUEUE];
+
+        if (r->by_build_id == by_build_id && strcmp(r->key, key) == 0) {
+            pthread_mutex_unlock(&ci->lock);
+            return 0; /* already waiting */
+        }
+    }
+    if (err == 0 && ci->r_len >= NWB__CRASH_RESYMBOLIZE_QUEUE) {
+        err = NWB_EFULL;
+    }
+    if (err == 0) {
+        struct resym *r = &ci->resym[(ci->r_head + ci->r_len) % NWB__CRASH_RESYMBOLIZE_QUEUE];
+
+        r->by_build_id = by_build_id;
+        snprintf(r->key, sizeof(r->key), "%s", key);
+        ci->r_len++;
+        pthread_cond_signal(&ci->wake);
+    }
+    pthread_mutex_unlock(&ci->lock);
+    return err;
+}
+
+int nwb__crash_ingest_resymbolize(struct nwb__crash_ingest *ci, const char *id)
+{
+    struct stat sb;
+
+    if (id == NULL || !nwb__crash_id_valid(id)) {
+        return -EINVAL;
+    }
+    if (ci->caps.symbolize.symbolizer[0] == '\0') {
+        return -ENOTSUP;
+    }
+    if (fstatat(ci->store.cat_fd[NWB__CRASH_PACKAGES], id, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISDIR(sb.st_mode)) {
+        return -ENOENT;
+    }
+    if (!nwb__crash_has_capture(&ci->store, id)) {
+        return -ENODATA;
+    }
+    return resym_push(ci, 0, id);
+}
+
+int nwb__crash_ingest_resymbolize_build_id(struct nwb__crash_ingest *ci, const char *build_id)
+{
+    const size_t len = build_id != NULL ? strlen(build_id) : 0;
+
+    if (len < 2 || len > NWB_CRASH_FRAMES_BUILD_ID_MAX || len % 2 != 0 ||
+        strspn(build_id, "0123456789abcdef") != len) {
+        return -EINVAL;
+    }
+    if (ci->caps.symbolize.symbolizer[0] == '\0') {
+        return -ENOTSUP;
+    }
+    return resym_push(ci, 1, build_id);
 }
 
 /* ---- views and counts ---- */

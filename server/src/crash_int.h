@@ -18,6 +18,8 @@
 
 #include "nwb/common.h"
 
+#include "crash_analysis.h"
+
 #define NWB_CRASH_INGEST_ID_LEN 32u /* lowercase hex: the first 128 bits of SHA-256(body) */
 
 /* Largest max_path_depth accepted (caps beyond are NWB_ECONFIG). */
@@ -40,7 +42,12 @@ struct nwb_crash_caps {
     unsigned retain_packages; /* crashes/packages kept; 0 = never prune */
     unsigned retain_raw;      /* crashes/raw kept; 0 = never prune */
     unsigned retain_invalid;  /* crashes/invalid archives kept; 0 = never prune */
+    /* How packages with a threads.nwbc are symbolised; symbolizer "" (the default) = never. */
+    struct nwb_crash_symbolize_cfg symbolize;
 };
+
+/* Re-runs of the symbolisation waiting for the crash worker (by crash id or by build id). */
+#define NWB__CRASH_RESYMBOLIZE_QUEUE 64u
 
 /* Defaults (docs/crash.md). */
 #define NWB_CRASH_CAPS_INIT                                                                        \
@@ -137,6 +144,21 @@ void nwb__crash_ingest_on_settled(struct nwb__crash_ingest *ci, nwb__crash_settl
  * or a folder scan's error.
  */
 int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn fn, void *ctx);
+
+/**
+ * POST /v1/crashes/<id>/resymbolize: queue a re-run of package @p id's symbolisation (and
+ * then its signature) on the crash worker; a re-run already queued is not queued twice.
+ * Returns 0; -EINVAL for a malformed id, -ENOENT when no extracted package has it, -ENODATA
+ * when it has no threads.nwbc, -ENOTSUP when symbolisation is off, NWB_EFULL past
+ * NWB__CRASH_RESYMBOLIZE_QUEUE, NWB_ECLOSED while stopping. Any thread (it scans nothing).
+ */
+int nwb__crash_ingest_resymbolize(struct nwb__crash_ingest *ci, const char *id);
+
+/**
+ * Queue a re-run for every package whose frames.tsv lists build id @p build_id (lowercase hex,
+ * 2..128 digits) as missing; the worker finds them. Errors as nwb__crash_ingest_resymbolize().
+ */
+int nwb__crash_ingest_resymbolize_build_id(struct nwb__crash_ingest *ci, const char *build_id);
 
 /** Current counts (scans the category folders). */
 void nwb__crash_ingest_counts(struct nwb__crash_ingest *ci, struct nwb_crash_counts *out);

@@ -20,8 +20,11 @@
 #include "nwb/alloc.h"
 #include "nwb/buf.h"
 #include "nwb/crash_manifest.h"
+#include "nwb/file_io.h"
 #include "nwb/json.h"
 
+#include "crash_frame_json.h"
+#include "crash_frames.h"
 #include "crash_ingest_int.h"
 #include "crash_signature.h"
 #include "read_int.h"
@@ -267,6 +270,166 @@ static void write_group(const struct nwb__crash_store *st, const struct record *
     }
 }
 
+/* frames.tsv as the "threads" and "missing" of the symbolization object. */
+struct frames_json {
+    nwb_json_t *j;
+    int in_thread;
+    int missing_open;
+};
+
+static int fj_thread(void *ctx, uint32_t tid, int crashed, struct nwb_crash_str name)
+{
+    struct frames_json *fj = ctx;
+
+    if (fj->in_thread) {
+        nwb_json_arr_end(fj->j);
+        nwb_json_obj_end(fj->j);
+    }
+    fj->in_thread = 1;
+    nwb_json_obj_begin(fj->j);
+    nwb_json_key(fj->j, "tid");
+    nwb_json_u64(fj->j, tid);
+    nwb_json_key(fj->j, "name");
+    nwb_json_str(fj->j, name.s, name.len);
+    nwb_json_key(fj->j, "crashed");
+    nwb_json_bool(fj->j, crashed);
+    nwb_json_key(fj->j, "frames");
+    nwb_json_arr_begin(fj->j);
+    return 0;
+}
+
+static int fj_frame(void *ctx, const struct nwb_crash_frame_rec *f)
+{
+    struct frames_json *fj = ctx;
+    const struct nwb_crash_frame_json out = {
+        f->pc,
+        f->module.len > 0 ? f->module.s : NULL,
+        f->module.len,
+        f->build_id.s,
+        f->build_id.len,
+        f->offset,
+        f->function.s,
+        f->function.len,
+        f->file.s,
+        f->file.len,
+        f->line,
+        f->inlined,
+        f->symbolized,
+        NULL,
+        0,
+    };
+
+    nwb_crash_frame_json_write(fj->j, &out);
+    return 0;
+}
+
+static int fj_missing(void *ctx, struct nwb_crash_str build_id, struct nwb_crash_str module)
+{
+    struct frames_json *fj = ctx;
+
+    if (fj->in_thread) {
+        nwb_json_arr_end(fj->j);
+        nwb_json_obj_end(fj->j);
+        fj->in_thread = 0;
+    }
+    if (!fj->missing_open) {
+        nwb_json_arr_end(fj->j); /* threads */
+        nwb_json_key(fj->j, "missing");
+        nwb_json_arr_begin(fj->j);
+        fj->missing_open = 1;
+    }
+    nwb_json_obj_begin(fj->j);
+    nwb_json_key(fj->j, "buildId");
+    nwb_json_str(fj->j, build_id.s, build_id.len);
+    nwb_json_key(fj->j, "module");
+    nwb_json_str(fj->j, module.s, module.len);
+    nwb_json_obj_end(fj->j);
+    return 0;
+}
+
+/*
+ * "symbolization": {"state","reason","threads","missing"} of an extracted crash: "none"
+ * without a capture, "done" once frames.tsv exists, "failed" when the last run failed
+ * (symbolize_failed.txt; threads of an earlier run that succeeded are still shown), else
+ * "pending". A frames.tsv that does not read back strictly shows no threads and says why.
+ */
+static void write_symbolization(const struct nwb__crash_store *st, const struct record *r,
+                                nwb_json_t *j)
+{
+    char path[NWB_CRASH_INGEST_ID_LEN + 32];
+    char reason[512] = "";
+    uint8_t *text = NULL, *failed = NULL;
+    size_t len = 0, flen = 0;
+    const int capture = nwb__crash_has_capture(st, r->id);
+    int have_frames = 0;
+
+    snprintf(path, sizeof(path), "%s/" NWB_CRASH_SYMBOLIZE_FAILED_FILE, r->id);
+    if (nwb_file_read_at(st->analysis_fd, path, 8192, &failed, &flen) == 0) {
+        const char *nl = memchr(failed, '\n', flen);
+        size_t n = nl != NULL ? (size_t)(nl - (const char *)failed) : flen;
+
+        n = n < sizeof(reason) - 1 ? n : sizeof(reason) - 1;
+        memcpy(reason, failed, n);
+        reason[n] = '\0';
+        if (n == 0) {
+            snprintf(reason, sizeof(reason), "unknown");
+        }
+        nwb_free(failed);
+    }
+    snprintf(path, sizeof(path), "%s/" NWB_CRASH_FRAMES_FILE, r->id);
+    have_frames =
+        nwb_file_read_at(st->analysis_fd, path, NWB_CRASH_FRAMES_TEXT_MAX, &text, &len) == 0;
+    nwb_json_key(j, "symbolization");
+    nwb_json_obj_begin(j);
+    nwb_json_key(j, "state");
+    nwb_json_cstr(j, reason[0] != '\0' ? "failed"
+                     : have_frames     ? "done"
+                     : capture         ? "pending"
+                                       : "none");
+    nwb_json_key(j, "reason");
+    if (reason[0] != '\0') {
+        nwb_json_cstr(j, reason);
+    } else {
+        nwb_json_null(j);
+    }
+    nwb_json_key(j, "threads");
+    nwb_json_arr_begin(j);
+    if (have_frames) {
+        struct frames_json fj = {j, 0, 0};
+        const struct nwb_crash_frames_cb cb = {fj_thread, fj_frame, fj_missing, &fj};
+        char why[160];
+        /* A first pass checks the whole file, so a bad one never leaves half a document. */
+        const struct nwb_crash_frames_cb check = {NULL, NULL, NULL, NULL};
+        const int ok =
+            nwb_crash_frames_parse((const char *)text, len, &check, why, sizeof(why)) == 0;
+
+        if (ok) {
+            (void)nwb_crash_frames_parse((const char *)text, len, &cb, why, sizeof(why));
+        }
+        if (fj.in_thread) {
+            nwb_json_arr_end(j);
+            nwb_json_obj_end(j);
+        }
+        if (!fj.missing_open) {
+            nwb_json_arr_end(j);
+            nwb_json_key(j, "missing");
+            nwb_json_arr_begin(j);
+        }
+        nwb_json_arr_end(j);
+        if (!ok) {
+            nwb_json_key(j, "invalid");
+            nwb_json_cstr(j, why);
+        }
+    } else {
+        nwb_json_arr_end(j);
+        nwb_json_key(j, "missing");
+        nwb_json_arr_begin(j);
+        nwb_json_arr_end(j);
+    }
+    nwb_json_obj_end(j);
+    nwb_free(text);
+}
+
 /* 1 when @p r is an extracted crash of group @p group. */
 static int in_group(const struct nwb__crash_store *st, const struct record *r, const char *group)
 {
@@ -332,6 +495,7 @@ static void describe(const struct nwb__crash_store *st, const struct record *r, 
     if (detail && r->has[NWB__CRASH_PACKAGES]) {
         const int fd = openat(pkg_fd, r->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
+        write_symbolization(st, r, j);
         nwb_json_key(j, "files");
         if (fd >= 0) {
             nwb__crash_files_json(fd, j);

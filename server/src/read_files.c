@@ -192,15 +192,38 @@ void nwb__read_telemetry_handle(struct nwb__conn *c)
 
 /* ---- GET /v1/crashes/<id>/files/<name> ---- */
 
+/* The server's analysis files a crash's files endpoint also serves (docs/crash.md). */
+static int is_analysis_file(const char *name, size_t len)
+{
+    static const char *const names[] = {"stack.txt", "stack.json", "signature.txt",
+                                        "symbolize_failed.txt"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (len == strlen(names[i]) && memcmp(name, names[i], len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void crash_file_run(struct nwb__conn *c)
 {
     struct file_read *f = c->work.ctx;
     char path[4096];
     int dfd;
 
+    int fd;
+
     snprintf(path, sizeof(path), "%s/crashes/packages/%s", c->srv->out_dir, f->id);
     dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    file_read_fd(f, dfd < 0 ? -errno : open_below(dfd, f->name, f->name_len), NWB__READ_FILE_MAX);
+    fd = dfd < 0 ? -errno : open_below(dfd, f->name, f->name_len);
+    if (fd == -ENOENT && dfd >= 0 && is_analysis_file(f->name, f->name_len)) {
+        /* What the server derived (crash_analysis.h), when the package has no such file. */
+        snprintf(path, sizeof(path), "%s/crashes/analysis/%s", c->srv->out_dir, f->id);
+        dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fd = dfd < 0 ? -errno : open_below(dfd, f->name, f->name_len);
+    }
+    file_read_fd(f, fd, NWB__READ_FILE_MAX);
 }
 
 static void crash_file_done(struct nwb__conn *c)

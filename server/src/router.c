@@ -34,6 +34,8 @@ static const struct nwb__route routes[] = {
      nwb__read_crash_file_handle, NULL},
     {"/v1/crashes/*/archive", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL,
      nwb__read_crash_archive_handle, NULL},
+    {"/v1/crashes/*/resymbolize", 0, NWB__METHOD_POST, "POST", 0, NULL, NULL, NULL,
+     nwb__crash_resymbolize_handle, NULL},
     {"/v1/runs", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__read_runs_handle, NULL},
     {"/v1/runs/*", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__read_run_handle, NULL},
     {"/v1/runs/*/log", 0, NWB__METHOD_GET, "GET", 0, NULL, NULL, NULL, nwb__read_log_handle, NULL},

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
@@ -322,6 +323,52 @@ static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned 
     }
 }
 
+/* --symbolizer, --symbols-dir and the limits (docs/operations.md, "Symbolisation"). */
+static int symbolize_config(const struct nwb_server *srv, struct nwb_crash_symbolize_cfg *sym,
+                            char *errbuf, size_t errlen)
+{
+    const nwb_server_config_t *cfg = &srv->cfg;
+    int n;
+
+    sym->timeout_ms = cfg->symbolize_timeout_ms;
+    sym->max_memory_bytes = cfg->symbolize_memory_bytes;
+    sym->max_cpu_s = cfg->symbolize_cpu_s;
+    n = cfg->symbols_dir != NULL
+            ? snprintf(sym->symbols_dir, sizeof(sym->symbols_dir), "%s", cfg->symbols_dir)
+            : snprintf(sym->symbols_dir, sizeof(sym->symbols_dir), "%s/symbols", srv->out_dir);
+    if (n < 0 || (size_t)n >= sizeof(sym->symbols_dir)) {
+        snprintf(errbuf, errlen, "--symbols-dir: path longer than %u bytes",
+                 NWB_CRASH_SYMBOLIZE_PATH_MAX - 1);
+        return NWB_ECONFIG;
+    }
+    if (cfg->symbolizer != NULL) {
+        n = snprintf(sym->symbolizer, sizeof(sym->symbolizer), "%s", cfg->symbolizer);
+        if (n < 0 || (size_t)n >= sizeof(sym->symbolizer) || access(sym->symbolizer, X_OK) != 0) {
+            snprintf(errbuf, errlen, "--symbolizer %s: not an executable file", cfg->symbolizer);
+            return NWB_ECONFIG;
+        }
+        return 0;
+    }
+    /* The default sits beside the server's executable (both are built and installed together);
+     * when it is missing, a crash's symbolisation fails and says so. */
+    n = (int)readlink("/proc/self/exe", sym->symbolizer, sizeof(sym->symbolizer) - 1);
+    if (n <= 0) {
+        n = 0;
+    }
+    sym->symbolizer[n] = '\0';
+    {
+        char *slash = strrchr(sym->symbolizer, '/');
+        const size_t at = slash != NULL ? (size_t)(slash - sym->symbolizer) + 1 : 0;
+
+        if (at + sizeof("nwb-symbolize") > sizeof(sym->symbolizer)) {
+            snprintf(errbuf, errlen, "the server's own path is too long");
+            return NWB_ECONFIG;
+        }
+        memcpy(sym->symbolizer + at, "nwb-symbolize", sizeof("nwb-symbolize"));
+    }
+    return 0;
+}
+
 static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
 {
     const nwb_server_config_t *cfg = &srv->cfg;
@@ -340,6 +387,10 @@ static int crash_start(struct nwb_server *srv, char *errbuf, size_t errlen)
     caps.retain_packages = cfg->crash_retain_packages;
     caps.retain_raw = cfg->crash_retain_raw;
     caps.retain_invalid = cfg->crash_retain_invalid;
+    err = symbolize_config(srv, &caps.symbolize, errbuf, errlen);
+    if (err != 0) {
+        return err;
+    }
     err = nwb__crash_ingest_create(srv->out_dir, &caps, &srv->crash);
     if (err) {
         snprintf(errbuf, errlen, "cannot start the crash ingest under %s/crashes: %s", srv->out_dir,

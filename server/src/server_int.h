@@ -321,6 +321,7 @@ void nwb__log_job_identity(struct nwb__conn *c);
 size_t nwb__crash_body_limit(const struct nwb_server *srv);
 void nwb__crash_post_handle(struct nwb__conn *c);
 void nwb__crash_get_handle(struct nwb__conn *c);
+void nwb__crash_resymbolize_handle(struct nwb__conn *c);
 
 /* ---- telemetry_endpoint.c: POST /v1/telemetry; tel_frames_endpoint.c: GET .../frames ---- */
 

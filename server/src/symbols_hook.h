@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * symbols_hook.h - what the symbol store tells the crash side when a new symbol file arrives.
- * symbols_hook.c holds the default, which does nothing; the server-side symboliser replaces
- * that one file with its own definition (re-running symbolisation of the crashes that wait
- * for this build id).
+ * The definition is the crash side's (crash_endpoint.c, declared again in crash_analysis.h):
+ * it re-runs symbolisation of the crashes that wait for this build id.
  */
 #ifndef NWB_SYMBOLS_HOOK_H
 #define NWB_SYMBOLS_HOOK_H

@@ -50,6 +50,10 @@ typedef struct nwb_server_config {
     unsigned crash_max_queue;       /* stored, not yet extracted; beyond: 503 */
     const char *symbols_dir;        /* symbol files by build id; NULL: <out_dir>/symbols */
     size_t symbols_max_bytes;       /* POST /v1/symbols body; beyond: 413 */
+    const char *symbolizer;         /* NULL: nwb-symbolize beside the server's executable */
+    unsigned symbolize_timeout_ms;  /* one crash's symbolisation, wall clock; then killed */
+    size_t symbolize_memory_bytes;  /* its address space (RLIMIT_AS); 0 = no cap */
+    unsigned symbolize_cpu_s;       /* its CPU time (RLIMIT_CPU); 0 = no cap */
     size_t telemetry_run_max_bytes; /* one run's stored telemetry stream; past it: not stored */
     unsigned telemetry_cache_runs;  /* runs whose report state stays in memory */
     size_t telemetry_cache_bytes;   /* the memory of those states */
@@ -118,6 +122,14 @@ typedef struct nwb_server_config {
       "symbol files by GNU build id, .build-id/ab/cdef...[.debug] (default OUT/symbols)")          \
     X("--symbols-max-bytes", symbols_max_bytes, SIZE, (size_t)512u << 20, 1, 1ull << 40, "N",     \
       "POST /v1/symbols body (one ELF file), bytes; beyond: 413")                                  \
+    X("--symbolizer", symbolizer, STR, NULL, 0, 0, "FILE",                                         \
+      "the nwb-symbolize executable run per crash; default the one beside nwb-logserver")          \
+    X("--symbolize-timeout-ms", symbolize_timeout_ms, UINT, 60000u, 1, 3600000, "N",               \
+      "one crash's symbolisation, wall clock; beyond it the symboliser is killed")                 \
+    X("--symbolize-memory-bytes", symbolize_memory_bytes, SIZE, (size_t)1u << 30, 0, 1ull << 40,   \
+      "N", "the symboliser's address space (RLIMIT_AS); 0 = no cap")                               \
+    X("--symbolize-cpu-s", symbolize_cpu_s, UINT, 30u, 0, 3600, "N",                               \
+      "the symboliser's CPU seconds (RLIMIT_CPU); 0 = no cap")                                     \
     X("--telemetry-run-max-bytes", telemetry_run_max_bytes, SIZE, (size_t)1u << 30, 1, 1ull << 42, \
       "N",                                                                                         \
       "stored telemetry of one run (telemetry.nwbs.zst), bytes; past it the report keeps "         \
