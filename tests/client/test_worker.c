@@ -184,7 +184,9 @@ static void test_flush_makes_records_visible_before_destroy(void **state)
 {
     struct fixture *f = *state;
     char *text;
+    char tname[16];
 
+    test_thread_name(tname); /* this thread's lines show it beside the tid */
     start_standalone(f, "flushtest");
     for (int round = 0; round < 3; round++) {
         char want[64];
@@ -193,9 +195,6 @@ static void test_flush_makes_records_visible_before_destroy(void **state)
         assert_int_equal(nwb_client_flush(f->client, 10000), 0);
         text = read_log(f, "flushtest", NULL);
         assert_non_null(text);
-        char tname[16];
-
-        test_thread_name(tname);
         snprintf(want, sizeof(want),
                  "WARNING %llu[%s] flushtest test_worker.c:", (unsigned long long)test_gettid(),
                  tname);

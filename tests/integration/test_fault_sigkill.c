@@ -69,17 +69,6 @@ static long long logged_bytes(const char *out)
     return total;
 }
 
-/* Occurrences of @p needle in @p text. */
-static int count_lines(const char *text, const char *needle)
-{
-    int n = 0;
-
-    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle)) {
-        n++;
-    }
-    return n;
-}
-
 /* Wait until the logs under @p out hold at least @p bytes, at most @p timeout_ms. */
 static int wait_logged(const char *out, long long bytes, int timeout_ms)
 {
@@ -156,7 +145,7 @@ static void test_fault_sigkill_five_kills_under_load_lose_and_duplicate_nothing(
         poll(NULL, 0, extra_ms); /* a random delay, not a synchronisation */
         at = logged_bytes(out);
         nwb_test_server_stderr(&srv, err, sizeof(err));
-        cut += count_lines(err, "of an incomplete batch");
+        cut += (int)nwb_test_count(err, "of an incomplete batch");
         status = nwb_test_server_stop(&srv, SIGKILL, 5000);
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         last_kill_at = at;
@@ -193,7 +182,7 @@ static void test_fault_sigkill_five_kills_under_load_lose_and_duplicate_nothing(
         char err[16384];
 
         nwb_test_server_stderr(&srv, err, sizeof(err));
-        cut += count_lines(err, "of an incomplete batch");
+        cut += (int)nwb_test_count(err, "of an incomplete batch");
         fprintf(stderr, "fault_sigkill: %d partial batches were cut off at restarts\n", cut);
     }
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));

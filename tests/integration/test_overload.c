@@ -37,16 +37,6 @@ static void *produce(void *arg)
     return NULL;
 }
 
-static long count_lines(const char *text, const char *needle)
-{
-    long n = 0;
-
-    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle)) {
-        n++;
-    }
-    return n;
-}
-
 static void test_overload_every_call_is_written_or_counted_and_no_batch_is_dropped(void **state)
 {
     struct nwb_test_server srv;
@@ -56,7 +46,7 @@ static void test_overload_every_call_is_written_or_counted_and_no_batch_is_dropp
     nwb_client_stats_t st;
     pthread_t th[THREADS];
     char *text;
-    long written;
+    size_t written;
 
     (void)state;
     assert_int_equal(nwb_test_tmpdir("overload", out, sizeof(out)), 0);
@@ -95,8 +85,8 @@ static void test_overload_every_call_is_written_or_counted_and_no_batch_is_dropp
     assert_int_equal(nwb_test_find_run_log(out, "ovl", run, logpath, sizeof(logpath)), 0);
     text = nwb_test_read_file(logpath, NULL);
     assert_non_null(text);
-    written = count_lines(text, ": ovl t");
-    print_message("overload: %ld written, %llu dropped of %d\n", written,
+    written = nwb_test_count(text, ": ovl t");
+    print_message("overload: %zu written, %llu dropped of %d\n", written,
                   (unsigned long long)st.records_dropped, THREADS * PER_THREAD);
     assert_int_equal((uint64_t)written + st.records_dropped, (uint64_t)THREADS * PER_THREAD);
     if (st.records_dropped > 0) {

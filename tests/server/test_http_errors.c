@@ -275,16 +275,6 @@ static size_t read_until_closed(int fd, char *buf, size_t cap)
     return used;
 }
 
-static unsigned count_str(const char *hay, const char *needle)
-{
-    unsigned n = 0;
-
-    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle)) {
-        n++;
-    }
-    return n;
-}
-
 /* A HEAD answer carries no body, so the next pipelined answer starts right after its head. */
 static void test_head_answer_has_no_body(void **state)
 {
@@ -333,7 +323,7 @@ static void test_pipelined_requests_after_half_close_are_all_answered(void **sta
     assert_int_equal(shutdown(fd, SHUT_WR), 0);
     read_until_closed(fd, all, sizeof(all));
     close(fd);
-    assert_int_equal(count_str(all, "HTTP/1.1 "), 3);
+    assert_int_equal(nwb_test_count(all, "HTTP/1.1 "), 3);
     p200 = strstr(all, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n");
     assert_true(p200 == all); /* the log write's answer first */
     assert_non_null(strstr(all, "\"status\":\"ok\""));

@@ -530,6 +530,25 @@ int nwb_test_find_run_log(const char *out_dir, const char *program, const char *
     return found == 1 ? 0 : -1;
 }
 
+size_t nwb_test_count(const char *hay, const char *needle)
+{
+    const size_t hay_len = strlen(hay), needle_len = strlen(needle);
+    size_t n = 0, at = 0;
+
+    if (needle_len == 0) {
+        return 0;
+    }
+    for (;;) {
+        const char *hit = memmem(hay + at, hay_len - at, needle, needle_len);
+
+        if (hit == NULL) {
+            return n;
+        }
+        n++;
+        at = (size_t)(hit - hay) + 1;
+    }
+}
+
 int nwb_test_wait_file_contains(const char *path, const char *needle, int timeout_ms)
 {
     long long deadline = nwb_test_now_ms() + timeout_ms;

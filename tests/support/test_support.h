@@ -99,6 +99,13 @@ char *nwb_test_read_file(const char *path, size_t *len);
 int nwb_test_find_run_log(const char *out_dir, const char *program, const char *run, char *path,
                           size_t pathlen);
 
+/*
+ * Occurrences of @p needle in @p hay (overlapping ones too), in linear time:
+ * a strstr loop rescans the whole rest of the text under AddressSanitizer,
+ * whose interceptor measures the haystack on every call.
+ */
+size_t nwb_test_count(const char *hay, const char *needle);
+
 /* Wait up to @p timeout_ms until @p path contains @p needle. Returns 1 or 0. */
 int nwb_test_wait_file_contains(const char *path, const char *needle, int timeout_ms);
 

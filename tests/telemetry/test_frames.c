@@ -21,6 +21,7 @@
 #include "nwb/telemetry_report.h"
 #include "tel_report_int.h"
 #include "tel_test_util.h"
+#include "test_support.h"
 
 /* Frames [first, first + n) of duration @p ns_of(frame), in one segment of seq @p seq. */
 static void feed_frames(nwb_tel_report_state_t *s, uint64_t seq, uint64_t first, uint64_t n,
@@ -88,16 +89,6 @@ static char *query(const nwb_tel_report_state_t *s, uint64_t from, uint64_t to, 
     return answer(&b, &j, *rc);
 }
 
-static unsigned count_of(const char *json, const char *needle)
-{
-    unsigned n = 0;
-
-    for (const char *p = strstr(json, needle); p != NULL; p = strstr(p + 1, needle)) {
-        n++;
-    }
-    return n;
-}
-
 /* Sum of the buckets' "frames" (the answer's own "frames" comes before "buckets"). */
 static uint64_t bucket_frames(const char *json)
 {
@@ -128,7 +119,7 @@ static void test_frames_buckets_keep_the_hitch_and_the_dip(void **state)
                "{\"from\":0,\"to\":9999,\"points\":100,\"bucketFrames\":100,\"frames\":10000,"
                "\"firstFrame\":0,\"lastFrame\":9999,\"runFrames\":10000,\"untrackedFrames\":0,"
                "\"budgetMs\":16.666667,");
-    assert_int_equal(count_of(json, "\"minMs\""), 100);
+    assert_int_equal(nwb_test_count(json, "\"minMs\""), 100);
     assert_int_equal(bucket_frames(json), 10000);
     /* The one-frame hitch is its bucket's max, the dip its bucket's min, exactly. */
     tel_expect(json, "{\"from\":4300,\"to\":4399,\"frames\":100,");
@@ -142,7 +133,7 @@ static void test_frames_buckets_keep_the_hitch_and_the_dip(void **state)
     assert_int_equal(rc, 0);
     tel_expect(json, "\"bucketFrames\":334,\"frames\":1000,");
     tel_expect(json, "{\"from\":678,\"to\":1009,\"frames\":332,");
-    assert_int_equal(count_of(json, "\"minMs\""), 3);
+    assert_int_equal(nwb_test_count(json, "\"minMs\""), 3);
     free(json);
 
     /* The budget as asked, and the run's percentiles beside it (as in the report). */
@@ -199,7 +190,7 @@ static void test_frames_edges_and_bad_arguments(void **state)
     json = query(s, 0, 499, NWB_TEL_FRAMES_POINTS_MAX, 0, &rc);
     assert_int_equal(rc, 0);
     tel_expect(json, "\"bucketFrames\":1,\"frames\":500,");
-    assert_int_equal(count_of(json, "\"minMs\""), 500);
+    assert_int_equal(nwb_test_count(json, "\"minMs\""), 500);
     free(json);
     /* The whole number range in one bucket (no overflow), and a range past the frames. */
     json = query(s, 0, UINT64_MAX, 1, 0, &rc);
@@ -241,7 +232,7 @@ static void test_frames_gaps_restarts_bounds_and_long_frames(void **state)
     tel_expect(json, "\"frames\":210,");
     tel_expect(json, "{\"from\":0,\"to\":99,\"frames\":110,");
     tel_expect(json, "{\"from\":500,\"to\":599,\"frames\":100,");
-    assert_int_equal(count_of(json, "\"minMs\""), 2);
+    assert_int_equal(nwb_test_count(json, "\"minMs\""), 2);
     free(json);
     json = query(s, 55, 55, 1, 0, &rc);
     assert_int_equal(rc, 0);

@@ -17,6 +17,7 @@
 #include "nwb/namesym.h"
 #include "nwb/telemetry_report.h"
 #include "tel_test_util.h"
+#include "test_support.h"
 
 /* The configurations tests/data/telemetry/regenerate.sh uses. */
 static nwb_tel_synth_config_t small_cfg(void)
@@ -184,16 +185,6 @@ static void test_golden_small_dump_matches(void **state)
     nwb_namesym_table_destroy(names);
 }
 
-static size_t count_of(const char *hay, const char *needle)
-{
-    size_t n = 0;
-
-    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle)) {
-        n++;
-    }
-    return n;
-}
-
 static void test_golden_chrome_trace_is_strict_json_with_all_events(void **state)
 {
     nwb_namesym_table_t *names = load_names("golden_run.namesym");
@@ -214,11 +205,11 @@ static void test_golden_chrome_trace_is_strict_json_with_all_events(void **state
         fail_msg("chrome trace is not valid JSON at byte %zu", bad);
     }
     /* 90 frames of 24 CPU scopes plus the frame itself as complete events. */
-    assert_int_equal(count_of(buf, "\"ph\":\"X\""), 90 * (24 + 1));
-    assert_int_equal(count_of(buf, "\"cat\":\"frame\""), 90);
+    assert_int_equal(nwb_test_count(buf, "\"ph\":\"X\""), 90 * (24 + 1));
+    assert_int_equal(nwb_test_count(buf, "\"cat\":\"frame\""), 90);
     /* 90 log lines, hitch warnings, a v2 log line every 10 frames, 2 diagnostics, 3 graphs. */
-    assert_true(count_of(buf, "\"ph\":\"i\"") >= 90 + 9 + 2 + 3);
-    assert_true(count_of(buf, "\"cat\":\"memory\"") == 90);
+    assert_true(nwb_test_count(buf, "\"ph\":\"i\"") >= 90 + 9 + 2 + 3);
+    assert_true(nwb_test_count(buf, "\"cat\":\"memory\"") == 90);
     assert_non_null(strstr(buf, "\"name\":\"render.shadow\""));
     assert_non_null(strstr(buf, "\"name\":\"gpu gpu.lighting\""));
     tel_write_file("golden_run.trace.json", buf, blen);
