@@ -111,7 +111,7 @@ static void read_source_lines(struct src_lines *s)
  */
 static int run_demo_crash(const char *exe, const char *mode, int port, const char *crash_dir)
 {
-    char server_arg[64], log_env[700], crash_env[700], out_path[700];
+    char server_arg[64], log_env[800], crash_env[800], out_path[800];
     const char *argv[] = {exe,  "--frames",      "20", "--fast", server_arg, "--crash",
                           mode, "--crash-frame", "5",  NULL};
     int status = -1, pidfd;
