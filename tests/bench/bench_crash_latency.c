@@ -94,7 +94,8 @@ static char *wait_symbolised(int port, const char *id)
             return NULL;
         }
         if (nwb_test_http(port, "GET", path, NULL, NULL, 0, json, 1u << 20) == 200 &&
-            strstr(json, "\"symbolization\":{\"state\":\"done\"") != NULL) {
+            strstr(json, "\"symbolization\":{\"state\":\"done\"") != NULL &&
+            strstr(json, "\"signature\":\"") != NULL) {
             return json;
         }
         free(json);

@@ -149,7 +149,9 @@ static void *named_wait(void *arg)
     return NULL;
 }
 
-static int threads_null(void)
+/* Not inlined: at -O2 GCC would merge its call of crash_prog_null_deref() with main's (mode
+ * null), and the symbolised stack of either would name both. */
+NWB_NOINLINE static int threads_null(void)
 {
     static const char *const names[] = {"nwb-render", "nwb-audio"};
     pthread_t t;
