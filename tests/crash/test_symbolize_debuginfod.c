@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_symbolize_debuginfod.c - nwb-symbolize's debuginfod lookups (docs/crash.md,
+ * "Symbolisation"): with an empty --symbols-dir, Debian's real debuginfod server on loopback,
+ * scanning a folder that holds crash_prog, gives the crashing function at its line, directly
+ * and through nwb-logserver's --debuginfod-urls; a port where nothing listens, a responder
+ * that serves another binary, and one that never answers leave the frame module+offset with
+ * the reason and exit 0, the last within --debuginfod-timeout-ms. Skipped only when the
+ * debuginfod binary is not installed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "symbolize_test_world.h"
+#include "test_support.h"
+
+#define DEBUGINFOD_EXE "/usr/bin/debuginfod"
+#define INDEX_WAIT_MS  30000 /* debuginfod's first scan of one small folder */
+#define POLL_GAP_MS    50    /* between two index polls */
+#define WAIT_MS        30000 /* the server's symbolisation of one crash */
+
+static struct sym_world w;
+
+/* ---- Debian's debuginfod on a loopback port ---- */
+
+struct debuginfod_server {
+    pid_t pid;
+    int port;
+};
+
+/* A port the kernel just handed out and released (debuginfod 0.188 takes only a number). */
+static int pick_port(void)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = nwb_test_loopback(0);
+    socklen_t len = sizeof(a);
+    int port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
+static void pause_ms(long ms)
+{
+    const struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    (void)nanosleep(&ts, NULL);
+}
+
+/* Stop @p s: SIGTERM, then SIGKILL after 5 s. */
+static void debuginfod_stop(struct debuginfod_server *s)
+{
+    const long long until = nwb_test_now_ms() + 5000;
+    int status;
+
+    if (s->pid <= 0) {
+        return;
+    }
+    kill(s->pid, SIGTERM);
+    while (waitpid(s->pid, &status, WNOHANG) == 0) {
+        if (nwb_test_now_ms() > until) {
+            kill(s->pid, SIGKILL);
+            (void)waitpid(s->pid, &status, 0);
+            break;
+        }
+        pause_ms(POLL_GAP_MS);
+    }
+    s->pid = -1;
+}
+
+/*
+ * Start debuginfod scanning @p dir (its database and log under w.dir) and wait until it
+ * serves build id @p build_id's debuginfo: GET /buildid/<id>/debuginfo polled every
+ * POLL_GAP_MS for at most INDEX_WAIT_MS. A port taken meanwhile by another test makes it
+ * exit at once; then it is tried on another port, three times in all. 0 or -1.
+ */
+static int debuginfod_start(struct debuginfod_server *s, const char *dir, const char *build_id)
+{
+    char db[700], log[700], port_arg[16], url[256];
+
+    snprintf(db, sizeof(db), "%s/debuginfod.sqlite", w.dir);
+    snprintf(log, sizeof(log), "%s/debuginfod.log", w.dir);
+    snprintf(url, sizeof(url), "/buildid/%s/debuginfo", build_id);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        const long long until = nwb_test_now_ms() + INDEX_WAIT_MS;
+        int status;
+
+        s->port = pick_port();
+        snprintf(port_arg, sizeof(port_arg), "%d", s->port);
+        (void)unlink(db);
+        s->pid = fork();
+        if (s->pid == 0) {
+            const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+            }
+            /* No federation: it must never forward a miss to the host's servers. */
+            unsetenv("DEBUGINFOD_URLS");
+            execl(DEBUGINFOD_EXE, DEBUGINFOD_EXE, "-p", port_arg, "-d", db, "-F", "-t", "0", "-g",
+                  "0", "-c", "1", dir, (char *)NULL);
+            _exit(127);
+        }
+        if (s->pid < 0) {
+            return -1;
+        }
+        while (nwb_test_now_ms() < until) {
+            if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+                s->pid = -1;
+                break; /* exited: the port was taken, or it cannot run */
+            }
+            if (nwb_test_http(s->port, "GET", url, NULL, NULL, 0, NULL, 0) == 200) {
+                return 0;
+            }
+            pause_ms(POLL_GAP_MS);
+        }
+        if (s->pid > 0) {
+            debuginfod_stop(s);
+            return -1; /* running but never indexed the file */
+        }
+    }
+    return -1;
+}
+
+/* ---- a loopback responder that is not debuginfod ---- */
+
+struct responder {
+    int fd;           /* listening */
+    const char *file; /* served for every request; NULL: never accept (a stalled server) */
+    pthread_t thread;
+    int started;
+};
+
+static void *responder_main(void *arg)
+{
+    struct responder *r = arg;
+    size_t len = 0;
+    char *body = nwb_test_read_file(r->file, &len);
+
+    for (;;) {
+        char req[4096], head[128];
+        size_t got = 0;
+        const int c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC);
+
+        if (c < 0) {
+            break; /* shut down */
+        }
+        while (got + 1 < sizeof(req)) {
+            const ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
+
+            if (n <= 0) {
+                break;
+            }
+            got += (size_t)n;
+            req[got] = '\0';
+            if (strstr(req, "\r\n\r\n") != NULL) {
+                break;
+            }
+        }
+        snprintf(head, sizeof(head),
+                 "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", len);
+        (void)nwb_test_send_all(c, head, strlen(head));
+        (void)nwb_test_send_all(c, body, len);
+        close(c);
+    }
+    free(body);
+    return NULL;
+}
+
+/* Listen on 127.0.0.1:0; serve @p file to every request, or (NULL) accept nothing. */
+static int responder_start(struct responder *r, const char *file, int *port)
+{
+    struct sockaddr_in a = nwb_test_loopback(0);
+    socklen_t len = sizeof(a);
+
+    memset(r, 0, sizeof(*r));
+    r->file = file;
+    r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (r->fd < 0 || bind(r->fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(r->fd, 64) != 0 ||
+        getsockname(r->fd, (struct sockaddr *)&a, &len) != 0) {
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    if (file != NULL) {
+        if (pthread_create(&r->thread, NULL, responder_main, r) != 0) {
+            return -1;
+        }
+        r->started = 1;
+    }
+    return 0;
+}
+
+static void responder_stop(struct responder *r)
+{
+    shutdown(r->fd, SHUT_RDWR); /* wakes accept() */
+    if (r->started) {
+        pthread_join(r->thread, NULL);
+    }
+    close(r->fd);
+}
+
+/* ---- running nwb-symbolize ---- */
+
+static int setup_world(void **state)
+{
+    (void)state;
+    if (access(DEBUGINFOD_EXE, X_OK) != 0) {
+        return 0; /* each test skips, saying why */
+    }
+    return sym_world_setup(&w, "symbolize_debuginfod");
+}
+
+static int teardown_world(void **state)
+{
+    (void)state;
+    if (w.dir[0] != '\0') {
+        sym_world_teardown(&w);
+    }
+    return 0;
+}
+
+static void need_debuginfod(void)
+{
+    if (access(DEBUGINFOD_EXE, X_OK) != 0) {
+        fprintf(stderr,
+                "skipped: %s is not installed (Debian package debuginfod, "
+                "scripts/install-deps test)\n",
+                DEBUGINFOD_EXE);
+        skip();
+    }
+}
+
+/* nwb-symbolize over w's capture with an empty symbols folder, asking @p url within
+ * @p total_ms ("" = the default); its stack.txt (free()), and the run's wall time. */
+static char *symbolize_from(const char *url, const char *total_ms, long long *elapsed_ms)
+{
+    char urls[300], cache[700], err[1024], path[700];
+    const char *const argv[] = {NWB_SYMBOLIZE_EXE,
+                                "--capture",
+                                w.capture,
+                                "--symbols-dir",
+                                w.symbols,
+                                "--out",
+                                w.out,
+                                "--debuginfod-urls",
+                                urls,
+                                "--debuginfod-cache",
+                                cache,
+                                total_ms[0] != '\0' ? "--debuginfod-timeout-ms" : NULL,
+                                total_ms,
+                                NULL};
+    long long t0;
+    char *text;
+    int rc;
+
+    sym_world_reset(&w);
+    (void)mkdir(w.symbols, 0755);
+    snprintf(urls, sizeof(urls), "%s", url);
+    snprintf(cache, sizeof(cache), "%s/cache", w.out); /* fresh each run: no cached misses */
+    t0 = nwb_test_now_ms();
+    rc = sym_run(argv, err, sizeof(err));
+    *elapsed_ms = nwb_test_now_ms() - t0;
+    if (rc != 0) {
+        fprintf(stderr, "nwb-symbolize exited %d: %s\n", rc, err);
+    }
+    assert_int_equal(rc, 0);
+    snprintf(path, sizeof(path), "%s/stack.txt", w.out);
+    text = nwb_test_read_file(path, NULL);
+    assert_non_null(text);
+    if (getenv("NWB_TEST_VERBOSE") != NULL) {
+        fprintf(stderr, "%s(%lld ms)\n", text, *elapsed_ms);
+    }
+    return text;
+}
+
+/* Frame #0 is crash_prog+0x... without a name, and the missing list says @p reason for it. */
+static void assert_unsymbolised(const char *text, const char *reason)
+{
+    char want[512];
+    const char *f0 = strstr(text, "\n#0 ");
+
+    assert_non_null(f0);
+    assert_null(strstr(text, "crash_prog_null_deref"));
+    snprintf(want, sizeof(want), "  crash_prog: no symbols: build id %s; debuginfod: %s\n",
+             w.build_id, reason);
+    if (strstr(text, want) == NULL) {
+        fail_msg("stack.txt lacks '%s':\n%s", want, text);
+    }
+}
+
+static void test_debuginfod_real_server_names_the_crashing_line(void **state)
+{
+    struct debuginfod_server s = {-1, 0};
+    char served[700], file[800], url[64], want[256];
+    long long ms;
+    char *text;
+
+    (void)state;
+    need_debuginfod();
+    snprintf(served, sizeof(served), "%s/served", w.dir);
+    assert_int_equal(mkdir(served, 0755), 0);
+    snprintf(file, sizeof(file), "%s/crash_prog", served);
+    assert_int_equal(sym_copy_file(CRASH_PROG_EXE, file, 0755), 0);
+    assert_int_equal(debuginfod_start(&s, served, w.build_id), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", s.port);
+    text = symbolize_from(url, "", &ms);
+    debuginfod_stop(&s);
+    snprintf(want, sizeof(want), "crash_prog.c:%u) crash_prog+0x", w.crash_line);
+    assert_non_null(strstr(text, "\n#0 "));
+    assert_non_null(strstr(strstr(text, "\n#0 "), " crash_prog_null_deref ("));
+    assert_true(strstr(text, want) < strchr(strstr(text, "\n#0 ") + 1, '\n'));
+    assert_non_null(strstr(text, " main (")); /* the downloaded binary's CFI unwound to main */
+    /* libc and the rest are not served: named missing with the server's answer. */
+    assert_non_null(strstr(text, "; debuginfod: not found (404)\n"));
+    assert_null(strstr(text, "  crash_prog: "));
+    free(text);
+}
+
+static void test_debuginfod_nothing_listening_keeps_module_offset(void **state)
+{
+    int port;
+    const int held = nwb_test_reserve_dead_port(&port);
+    char url[64];
+    long long ms;
+    char *text;
+
+    (void)state;
+    need_debuginfod();
+    assert_true(held >= 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    text = symbolize_from(url, "", &ms);
+    close(held);
+    assert_unsymbolised(text, "Connection refused");
+    free(text);
+}
+
+static void test_debuginfod_file_with_another_build_id_is_refused(void **state)
+{
+    struct responder r;
+    char url[64];
+    long long ms;
+    int port;
+    char *text;
+
+    (void)state;
+    need_debuginfod();
+    /* Every request gets nwb-symbolize's own binary: a real ELF file, another build id. */
+    assert_int_equal(responder_start(&r, NWB_SYMBOLIZE_EXE, &port), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    text = symbolize_from(url, "", &ms);
+    responder_stop(&r);
+    assert_unsymbolised(text, "refused (build id mismatch)");
+    free(text);
+}
+
+static void test_debuginfod_stalled_server_ends_at_the_total_bound(void **state)
+{
+    struct responder r;
+    char url[64];
+    long long ms;
+    int port;
+    char *text;
+
+    (void)state;
+    need_debuginfod();
+    /* Connections complete in the kernel's backlog and are never answered. */
+    assert_int_equal(responder_start(&r, NULL, &port), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    text = symbolize_from(url, "1500", &ms);
+    assert_unsymbolised(text, "timed out");
+    free(text);
+    /* The first query gets the whole seconds left (1 s) and times out; with 0.5 s left no
+     * other query starts. Under the bound, plus the tool's own start and unwinding. */
+    assert_true(ms >= 1000);
+    assert_true(ms < 1500 + 1000);
+    /* Under one second in all: no query is started at all. */
+    text = symbolize_from(url, "999", &ms);
+    responder_stop(&r);
+    assert_unsymbolised(text, "timed out");
+    assert_true(ms < 999);
+    free(text);
+}
+
+static void test_debuginfod_command_line_bounds(void **state)
+{
+    char err[1024], cache[700];
+    const char *base[] = {NWB_SYMBOLIZE_EXE, "--capture", w.capture, "--symbols-dir",
+                          w.symbols,         "--out",     w.out};
+    const char *bad_total[] = {"0", "3600001", "12x", ""};
+
+    (void)state;
+    need_debuginfod();
+    snprintf(cache, sizeof(cache), "%s/cache", w.out);
+    for (size_t i = 0; i < sizeof(bad_total) / sizeof(bad_total[0]); i++) {
+        const char *const argv[] = {base[0],
+                                    base[1],
+                                    base[2],
+                                    base[3],
+                                    base[4],
+                                    base[5],
+                                    base[6],
+                                    "--debuginfod-urls",
+                                    "http://127.0.0.1:1/",
+                                    "--debuginfod-cache",
+                                    cache,
+                                    "--debuginfod-timeout-ms",
+                                    bad_total[i],
+                                    NULL};
+
+        assert_int_equal(sym_run(argv, err, sizeof(err)), 2);
+        assert_non_null(strstr(err, "--debuginfod-timeout-ms: '"));
+    }
+    {
+        /* URLs without a cache folder, and the reverse. */
+        const char *const no_cache[] = {base[0],
+                                        base[1],
+                                        base[2],
+                                        base[3],
+                                        base[4],
+                                        base[5],
+                                        base[6],
+                                        "--debuginfod-urls",
+                                        "http://127.0.0.1:1/",
+                                        NULL};
+        const char *const no_urls[] = {base[0], base[1], base[2], base[3],
+                                       base[4], base[5], base[6], "--debuginfod-cache",
+                                       cache,   NULL};
+
+        assert_int_equal(sym_run(no_cache, err, sizeof(err)), 2);
+        assert_non_null(strstr(err, "go together"));
+        assert_int_equal(sym_run(no_urls, err, sizeof(err)), 2);
+    }
+    {
+        /* The largest total is accepted (a dead port answers at once). */
+        int port;
+        const int held = nwb_test_reserve_dead_port(&port);
+        char url[64];
+        const char *const argv[] = {base[0],   base[1],
+                                    base[2],   base[3],
+                                    base[4],   base[5],
+                                    base[6],   "--debuginfod-urls",
+                                    url,       "--debuginfod-cache",
+                                    cache,     "--debuginfod-timeout-ms",
+                                    "3600000", NULL};
+
+        assert_true(held >= 0);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+        sym_world_reset(&w);
+        (void)mkdir(w.symbols, 0755);
+        assert_int_equal(sym_run(argv, err, sizeof(err)), 0);
+        close(held);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_debuginfod_real_server_names_the_crashing_line),
+        cmocka_unit_test(test_debuginfod_nothing_listening_keeps_module_offset),
+        cmocka_unit_test(test_debuginfod_file_with_another_build_id_is_refused),
+        cmocka_unit_test(test_debuginfod_stalled_server_ends_at_the_total_bound),
+        cmocka_unit_test(test_debuginfod_command_line_bounds),
+    };
+
+    return cmocka_run_group_tests_name("crash.symbolize_debuginfod", tests, setup_world,
+                                       teardown_world);
+}
