@@ -341,6 +341,131 @@ static void test_debuginfod_real_server_names_the_crashing_line(void **state)
     free(text);
 }
 
+/* Through nwb-logserver: its --debuginfod-urls reach the symboliser it runs per crash, and the
+ * default cache is created under --symbols-dir. */
+static void test_debuginfod_through_the_server(void **state)
+{
+    struct debuginfod_server s = {-1, 0};
+    struct nwb_test_server srv;
+    char served[700], file[800], url[64], out[700], path[1000], resp[256], id[33];
+    const char *const extra[] = {"--symbols-dir", w.symbols, "--debuginfod-urls", url, NULL};
+    struct stat st;
+    size_t len;
+    void *body;
+    const char *at;
+
+    (void)state;
+    need_debuginfod();
+    sym_world_reset(&w);
+    snprintf(served, sizeof(served), "%s/served2", w.dir);
+    assert_int_equal(mkdir(served, 0755), 0);
+    snprintf(file, sizeof(file), "%s/crash_prog", served);
+    assert_int_equal(sym_copy_file(CRASH_PROG_EXE, file, 0755), 0);
+    assert_int_equal(debuginfod_start(&s, served, w.build_id), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", s.port);
+    snprintf(out, sizeof(out), "%s/srv", w.dir);
+    assert_int_equal(nwb_test_server_start(&srv, NULL, out, 0, extra), 0);
+    snprintf(path, sizeof(path), "%s/.debuginfod-cache", w.symbols);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+
+    body = sym_world_package(&w, "through-server", &len);
+    assert_non_null(body);
+    assert_int_equal(
+        nwb_test_http(srv.port, "POST", "/v1/crash", NULL, body, len, resp, sizeof(resp)), 200);
+    free(body);
+    at = strstr(resp, "\"id\":\"");
+    assert_non_null(at);
+    memcpy(id, at + 6, 32);
+    id[32] = '\0';
+    snprintf(path, sizeof(path), "%s/crashes/analysis/%s/signature.txt", out, id);
+    assert_true(
+        nwb_test_wait_file_contains(path, "SIGSEGV | crash_prog_null_deref | main\n", WAIT_MS));
+    snprintf(path, sizeof(path), "%s/crashes/analysis/%s/stack.txt", out, id);
+    assert_true(nwb_test_wait_file_contains(path, "; debuginfod: not found (404)\n", WAIT_MS));
+    assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    debuginfod_stop(&s);
+}
+
+/* The symboliser's command line as nwb-logserver @p extra makes it, written by a stand-in
+ * symboliser; into @p args (free()). */
+static char *symbolizer_args(const char *tag, const char *const *extra_in, size_t n_in)
+{
+    struct nwb_test_server srv;
+    char out[700], script_path[700], args_path[700], script[1024], resp[256];
+    const char *extra[16];
+    size_t len, n = 0;
+    void *body;
+    char *args;
+
+    snprintf(script_path, sizeof(script_path), "%s/args-%s.sh", w.dir, tag);
+    snprintf(args_path, sizeof(args_path), "%s/args-%s.txt", w.dir, tag);
+    snprintf(script, sizeof(script), "#!/bin/sh\necho \"$*\" > '%s'\nexit 1\n", args_path);
+    assert_int_equal(nwb_test_write_file(script_path, script, strlen(script), 0755), 0);
+    extra[n++] = "--symbols-dir";
+    extra[n++] = w.symbols;
+    extra[n++] = "--symbolizer";
+    extra[n++] = script_path;
+    for (size_t i = 0; i < n_in && n + 1 < sizeof(extra) / sizeof(extra[0]); i++) {
+        extra[n++] = extra_in[i];
+    }
+    extra[n] = NULL;
+    snprintf(out, sizeof(out), "%s/srv-%s", w.dir, tag);
+    assert_int_equal(nwb_test_server_start(&srv, NULL, out, 0, extra), 0);
+    body = sym_world_package(&w, tag, &len);
+    assert_non_null(body);
+    assert_int_equal(
+        nwb_test_http(srv.port, "POST", "/v1/crash", NULL, body, len, resp, sizeof(resp)), 200);
+    free(body);
+    assert_true(nwb_test_wait_file_contains(args_path, "--out", WAIT_MS));
+    assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
+    args = nwb_test_read_file(args_path, NULL);
+    assert_non_null(args);
+    return args;
+}
+
+/* The server passes the URLs, the cache and the total, the total at most half of
+ * --symbolize-timeout-ms; without URLs none of it. */
+static void test_debuginfod_server_options_reach_the_symbolizer(void **state)
+{
+    const char *const capped[] = {"--debuginfod-urls", "http://127.0.0.1:1/ http://127.0.0.1:2/",
+                                  "--symbolize-timeout-ms", "300"};
+    char cache[700], want[1024];
+    const char *const under[] = {"--debuginfod-urls",       "http://127.0.0.1:1/",
+                                 "--debuginfod-cache",      cache,
+                                 "--debuginfod-timeout-ms", "149",
+                                 "--symbolize-timeout-ms",  "300"};
+    const char *const none[] = {"--debuginfod-timeout-ms", "149"};
+    struct stat st;
+    char *args;
+
+    (void)state;
+    need_debuginfod();
+    sym_world_reset(&w);
+    snprintf(cache, sizeof(cache), "%s/own-cache/deeper", w.dir);
+    args = symbolizer_args("capped", capped, 4);
+    snprintf(want, sizeof(want),
+             " --debuginfod-urls http://127.0.0.1:1/ http://127.0.0.1:2/ --debuginfod-cache "
+             "%s/.debuginfod-cache --debuginfod-timeout-ms 150\n",
+             w.symbols);
+    if (strstr(args, want) == NULL) {
+        fail_msg("symboliser args '%s' lack '%s'", args, want);
+    }
+    free(args);
+    /* One below the cap is kept as given; a given cache folder is made with its parents. */
+    args = symbolizer_args("under", under, 8);
+    snprintf(want, sizeof(want), " --debuginfod-cache %s --debuginfod-timeout-ms 149\n", cache);
+    if (strstr(args, want) == NULL) {
+        fail_msg("symboliser args '%s' lack '%s'", args, want);
+    }
+    free(args);
+    assert_int_equal(stat(cache, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    args = symbolizer_args("none", none, 2);
+    assert_null(strstr(args, "--debuginfod-"));
+    free(args);
+}
+
 static void test_debuginfod_nothing_listening_keeps_module_offset(void **state)
 {
     int port;
@@ -481,6 +606,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_debuginfod_real_server_names_the_crashing_line),
+        cmocka_unit_test(test_debuginfod_through_the_server),
+        cmocka_unit_test(test_debuginfod_server_options_reach_the_symbolizer),
         cmocka_unit_test(test_debuginfod_nothing_listening_keeps_module_offset),
         cmocka_unit_test(test_debuginfod_file_with_another_build_id_is_refused),
         cmocka_unit_test(test_debuginfod_stalled_server_ends_at_the_total_bound),
