@@ -484,19 +484,26 @@ static void test_debuginfod_nothing_listening_keeps_module_offset(void **state)
     free(text);
 }
 
+/* Start @p r serving @p file (NULL: never answering); its URL into @p url (64 bytes). */
+static void responder_url(struct responder *r, const char *file, char *url)
+{
+    int port;
+
+    assert_int_equal(responder_start(r, file, &port), 0);
+    snprintf(url, 64, "http://127.0.0.1:%d/", port);
+}
+
 static void test_debuginfod_file_with_another_build_id_is_refused(void **state)
 {
     struct responder r;
     char url[64];
     long long ms;
-    int port;
     char *text;
 
     (void)state;
     need_debuginfod();
     /* Every request gets nwb-symbolize's own binary: a real ELF file, another build id. */
-    assert_int_equal(responder_start(&r, NWB_SYMBOLIZE_EXE, &port), 0);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    responder_url(&r, NWB_SYMBOLIZE_EXE, url);
     text = symbolize_from(url, "", &ms);
     responder_stop(&r);
     assert_unsymbolised(text, "refused (build id mismatch)");
@@ -508,14 +515,12 @@ static void test_debuginfod_stalled_server_ends_at_the_total_bound(void **state)
     struct responder r;
     char url[64];
     long long ms;
-    int port;
     char *text;
 
     (void)state;
     need_debuginfod();
     /* Connections complete in the kernel's backlog and are never answered. */
-    assert_int_equal(responder_start(&r, NULL, &port), 0);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    responder_url(&r, NULL, url);
     text = symbolize_from(url, "1500", &ms);
     assert_unsymbolised(text, "timed out");
     free(text);
