@@ -379,8 +379,8 @@ static void test_debuginfod_through_the_server(void **state)
     memcpy(id, at + 6, 32);
     id[32] = '\0';
     snprintf(path, sizeof(path), "%s/crashes/analysis/%s/signature.txt", out, id);
-    assert_true(
-        nwb_test_wait_file_contains(path, "SIGSEGV | crash_prog_null_deref | main\n", WAIT_MS));
+    /* The frames below the first depend on crash_prog's code layout (an -O2 build adds one). */
+    assert_true(nwb_test_wait_file_contains(path, "SIGSEGV | crash_prog_null_deref | ", WAIT_MS));
     snprintf(path, sizeof(path), "%s/crashes/analysis/%s/stack.txt", out, id);
     assert_true(nwb_test_wait_file_contains(path, "; debuginfod: not found (404)\n", WAIT_MS));
     assert_true(WIFEXITED(nwb_test_server_stop(&srv, SIGTERM, 10000)));
@@ -487,7 +487,7 @@ static void test_debuginfod_nothing_listening_keeps_module_offset(void **state)
 /* Start @p r serving @p file (NULL: never answering); its URL into @p url (64 bytes). */
 static void responder_url(struct responder *r, const char *file, char *url)
 {
-    int port;
+    int port = -1;
 
     assert_int_equal(responder_start(r, file, &port), 0);
     snprintf(url, 64, "http://127.0.0.1:%d/", port);
