@@ -586,6 +586,26 @@ static void test_debuginfod_command_line_bounds(void **state)
         assert_int_equal(sym_run(no_urls, err, sizeof(err)), 2);
     }
     {
+        /* --debuginfod-urls: NWB_SYM_DEBUGINFOD_URLS_MAX bytes at most. */
+        static char long_urls[4098];
+        const char *const argv[] = {base[0],   base[1],
+                                    base[2],   base[3],
+                                    base[4],   base[5],
+                                    base[6],   "--debuginfod-urls",
+                                    long_urls, "--debuginfod-cache",
+                                    cache,     NULL};
+
+        memset(long_urls, ' ', 4097);
+        memcpy(long_urls, "http://127.0.0.1:1/", strlen("http://127.0.0.1:1/"));
+        long_urls[4097] = '\0';
+        assert_int_equal(sym_run(argv, err, sizeof(err)), 2);
+        assert_non_null(strstr(err, "--debuginfod-urls: empty or longer than 4096 bytes"));
+        long_urls[4096] = '\0'; /* at the bound: taken (port 1 refuses at once) */
+        sym_world_reset(&w);
+        (void)mkdir(w.symbols, 0755);
+        assert_int_equal(sym_run(argv, err, sizeof(err)), 0);
+    }
+    {
         /* The largest total is accepted (a dead port answers at once). */
         int port;
         const int held = nwb_test_reserve_dead_port(&port);

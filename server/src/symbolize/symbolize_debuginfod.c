@@ -41,8 +41,9 @@ struct nwb_sym_debuginfod {
 /* Variables libdebuginfod reads that nwb-symbolize does not set: cleared, so the server's
  * environment never changes what a lookup does (docs/operations.md, "Symbolisation"). */
 static const char *const cleared_env[] = {
-    DEBUGINFOD_PROGRESS_ENV_VAR, DEBUGINFOD_VERBOSE_ENV_VAR,      DEBUGINFOD_RETRY_LIMIT_ENV_VAR,
-    DEBUGINFOD_MAXTIME_ENV_VAR,  DEBUGINFOD_HEADERS_FILE_ENV_VAR,
+    DEBUGINFOD_PROGRESS_ENV_VAR,
+    DEBUGINFOD_VERBOSE_ENV_VAR,
+    DEBUGINFOD_HEADERS_FILE_ENV_VAR,
 };
 
 /* Called by libdebuginfod while a query runs; non-zero cancels it (-ECANCELED). */
