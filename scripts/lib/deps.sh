@@ -5,11 +5,14 @@
 # shellcheck disable=SC2034 # the groups are read indirectly, as NWB_DEPS_<group>.
 # Package groups. Edit only here: every script asks for groups, never for packages.
 #   build: compile nwb and its test suite (llhttp comes as generated C sources in node-llhttp;
-#          libdw-dev is elfutils' libdw/libdwfl, nwb-symbolize's unwinder, docs/crash.md).
+#          libdw-dev is elfutils' libdw/libdwfl, nwb-symbolize's unwinder, docs/crash.md;
+#          libdebuginfod-dev is elfutils' debuginfod client, nwb-symbolize's optional
+#          --debuginfod-urls lookups).
 #   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar, and
 #          elfutils' eu-addr2line beside binutils' addr2line for bench_symbolize).
 #   test:  tools the test suite runs besides the build (python3 for ../shared/contract_smoke.py,
-#          binutils for addr2line in the crash tests, util-linux for prlimit in fault_loris_flood).
+#          binutils for addr2line in the crash tests, util-linux for prlimit in fault_loris_flood,
+#          debuginfod, elfutils' server, which crash.symbolize_debuginfod runs on loopback).
 #   tsan:  the tsan stage of scripts/test: gcc's ThreadSanitizer runtime (libtsan2, also pulled
 #          in by gcc), setarch (util-linux) and sysctl (procps) for the kernels where TSan needs
 #          address randomisation off or vm.mmap_rnd_bits lowered.
@@ -23,9 +26,9 @@
 #          package-lock.json (nwb_deps_npm).
 #   browser: Debian's chromium, which the browser tests drive headless (no browser download).
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
-    libcmocka-dev node-llhttp libdw-dev"
+    libcmocka-dev node-llhttp libdw-dev libdebuginfod-dev"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools elfutils"
-NWB_DEPS_test="python3 binutils util-linux"
+NWB_DEPS_test="python3 binutils util-linux debuginfod"
 NWB_DEPS_tsan="libtsan2 util-linux procps"
 NWB_DEPS_valgrind="valgrind"
 NWB_DEPS_soak="curl procps"

@@ -24,11 +24,14 @@ struct nwb_server;
 
 /* How the server runs nwb-symbolize (docs/operations.md, "Symbolisation"). */
 struct nwb_crash_symbolize_cfg {
-    char symbolizer[NWB_CRASH_SYMBOLIZE_PATH_MAX];  /* the executable; "" = never symbolise */
-    char symbols_dir[NWB_CRASH_SYMBOLIZE_PATH_MAX]; /* holds .build-id/ */
-    unsigned timeout_ms;                            /* wall clock; killed beyond */
-    uint64_t max_memory_bytes;                      /* RLIMIT_AS; 0 = none */
-    unsigned max_cpu_s;                             /* RLIMIT_CPU; 0 = none */
+    char symbolizer[NWB_CRASH_SYMBOLIZE_PATH_MAX];       /* the executable; "" = never symbolise */
+    char symbols_dir[NWB_CRASH_SYMBOLIZE_PATH_MAX];      /* holds .build-id/ */
+    unsigned timeout_ms;                                 /* wall clock; killed beyond */
+    uint64_t max_memory_bytes;                           /* RLIMIT_AS; 0 = none */
+    unsigned max_cpu_s;                                  /* RLIMIT_CPU; 0 = none */
+    char debuginfod_urls[NWB_CRASH_SYMBOLIZE_PATH_MAX];  /* "" = no debuginfod lookups */
+    char debuginfod_cache[NWB_CRASH_SYMBOLIZE_PATH_MAX]; /* their cache folder */
+    char debuginfod_timeout_ms[12];                      /* all lookups, decimal, for argv */
 };
 
 /* 1 when package @p id holds a threads.nwbc. */

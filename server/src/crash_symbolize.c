@@ -96,6 +96,7 @@ static void first_line(const char *text, size_t len, char *out, size_t cap)
 static int run_child(const struct nwb_crash_symbolize_cfg *cfg, int pkg_fd, int out_fd,
                      const atomic_int *cancel, char *why, size_t why_size)
 {
+    const int debuginfod = cfg->debuginfod_urls[0] != '\0';
     const char *const argv[] = {cfg->symbolizer,
                                 "--capture",
                                 "/proc/self/fd/3/" NWB_CRASH_CAPTURE_FILE,
@@ -103,6 +104,12 @@ static int run_child(const struct nwb_crash_symbolize_cfg *cfg, int pkg_fd, int 
                                 cfg->symbols_dir,
                                 "--out",
                                 "/proc/self/fd/4",
+                                debuginfod ? "--debuginfod-urls" : NULL,
+                                cfg->debuginfod_urls,
+                                "--debuginfod-cache",
+                                cfg->debuginfod_cache,
+                                "--debuginfod-timeout-ms",
+                                cfg->debuginfod_timeout_ms,
                                 NULL};
     const nwb_deadline_t deadline = nwb_deadline_in_ms(cfg->timeout_ms);
     char err[STDERR_MAX + 1];

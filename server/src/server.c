@@ -18,6 +18,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 #include "crash_int.h"
 #include "events_int.h"
 #include "read_int.h"
@@ -323,12 +324,55 @@ static void on_run_change(void *ctx, const struct nwb__run_info *info, unsigned 
     }
 }
 
+/* --debuginfod-urls, --debuginfod-cache and --debuginfod-timeout-ms, after sym->symbols_dir
+ * and sym->timeout_ms are set. The lookups get at most half the symboliser's wall-clock cap,
+ * so a crash whose servers all hang is still symbolised from what was found. */
+static int debuginfod_config(const nwb_server_config_t *cfg, struct nwb_crash_symbolize_cfg *sym,
+                             char *errbuf, size_t errlen)
+{
+    const unsigned half = sym->timeout_ms / 2 > 0 ? sym->timeout_ms / 2 : 1;
+    const unsigned total = cfg->debuginfod_timeout_ms < half ? cfg->debuginfod_timeout_ms : half;
+    int n;
+
+    sym->debuginfod_urls[0] = '\0';
+    sym->debuginfod_cache[0] = '\0';
+    snprintf(sym->debuginfod_timeout_ms, sizeof(sym->debuginfod_timeout_ms), "%u", total);
+    if (cfg->debuginfod_urls == NULL || cfg->debuginfod_urls[0] == '\0') {
+        return 0;
+    }
+    n = snprintf(sym->debuginfod_urls, sizeof(sym->debuginfod_urls), "%s", cfg->debuginfod_urls);
+    if (n < 0 || (size_t)n >= sizeof(sym->debuginfod_urls)) {
+        snprintf(errbuf, errlen, "--debuginfod-urls: longer than %u bytes",
+                 NWB_CRASH_SYMBOLIZE_PATH_MAX - 1);
+        return NWB_ECONFIG;
+    }
+    n = cfg->debuginfod_cache != NULL && cfg->debuginfod_cache[0] != '\0'
+            ? snprintf(sym->debuginfod_cache, sizeof(sym->debuginfod_cache), "%s",
+                       cfg->debuginfod_cache)
+            : snprintf(sym->debuginfod_cache, sizeof(sym->debuginfod_cache), "%s/.debuginfod-cache",
+                       sym->symbols_dir);
+    if (n < 0 || (size_t)n >= sizeof(sym->debuginfod_cache)) {
+        snprintf(errbuf, errlen, "--debuginfod-cache: path longer than %u bytes",
+                 NWB_CRASH_SYMBOLIZE_PATH_MAX - 1);
+        return NWB_ECONFIG;
+    }
+    n = nwb_mkdir_p(sym->debuginfod_cache, 0755);
+    if (n != 0) {
+        char ebuf[96];
+
+        snprintf(errbuf, errlen, "--debuginfod-cache %s: cannot be created: %s",
+                 sym->debuginfod_cache, nwb_strerror_r(n, ebuf, sizeof(ebuf)));
+        return n;
+    }
+    return 0;
+}
+
 /* --symbolizer, --symbols-dir and the limits (docs/operations.md, "Symbolisation"). */
 static int symbolize_config(const struct nwb_server *srv, struct nwb_crash_symbolize_cfg *sym,
                             char *errbuf, size_t errlen)
 {
     const nwb_server_config_t *cfg = &srv->cfg;
-    int n;
+    int n, err;
 
     sym->timeout_ms = cfg->symbolize_timeout_ms;
     sym->max_memory_bytes = cfg->symbolize_memory_bytes;
@@ -340,6 +384,10 @@ static int symbolize_config(const struct nwb_server *srv, struct nwb_crash_symbo
         snprintf(errbuf, errlen, "--symbols-dir: path longer than %u bytes",
                  NWB_CRASH_SYMBOLIZE_PATH_MAX - 1);
         return NWB_ECONFIG;
+    }
+    err = debuginfod_config(cfg, sym, errbuf, errlen);
+    if (err != 0) {
+        return err;
     }
     if (cfg->symbolizer != NULL) {
         n = snprintf(sym->symbolizer, sizeof(sym->symbolizer), "%s", cfg->symbolizer);

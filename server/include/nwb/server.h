@@ -54,6 +54,9 @@ typedef struct nwb_server_config {
     unsigned symbolize_timeout_ms;  /* one crash's symbolisation, wall clock; then killed */
     size_t symbolize_memory_bytes;  /* its address space (RLIMIT_AS); 0 = no cap */
     unsigned symbolize_cpu_s;       /* its CPU time (RLIMIT_CPU); 0 = no cap */
+    const char *debuginfod_urls;    /* space-separated debuginfod servers; NULL: none */
+    const char *debuginfod_cache;   /* their cache; NULL: <symbols_dir>/.debuginfod-cache */
+    unsigned debuginfod_timeout_ms; /* all of one crash's lookups; at most half the timeout */
     size_t telemetry_run_max_bytes; /* one run's stored telemetry stream; past it: not stored */
     unsigned telemetry_cache_runs;  /* runs whose report state stays in memory */
     size_t telemetry_cache_bytes;   /* the memory of those states */
@@ -120,7 +123,7 @@ typedef struct nwb_server_config {
       "archives stored, not yet extracted; beyond: 503")                                           \
     X("--symbols-dir", symbols_dir, STR, NULL, 0, 0, "DIR",                                        \
       "symbol files by GNU build id, .build-id/ab/cdef...[.debug] (default OUT/symbols)")          \
-    X("--symbols-max-bytes", symbols_max_bytes, SIZE, (size_t)512u << 20, 1, 1ull << 40, "N",     \
+    X("--symbols-max-bytes", symbols_max_bytes, SIZE, (size_t)512u << 20, 1, 1ull << 40, "N",      \
       "POST /v1/symbols body (one ELF file), bytes; beyond: 413")                                  \
     X("--symbolizer", symbolizer, STR, NULL, 0, 0, "FILE",                                         \
       "the nwb-symbolize executable run per crash; default the one beside nwb-logserver")          \
@@ -130,6 +133,14 @@ typedef struct nwb_server_config {
       "N", "the symboliser's address space (RLIMIT_AS); 0 = no cap")                               \
     X("--symbolize-cpu-s", symbolize_cpu_s, UINT, 30u, 0, 3600, "N",                               \
       "the symboliser's CPU seconds (RLIMIT_CPU); 0 = no cap")                                     \
+    X("--debuginfod-urls", debuginfod_urls, STR, NULL, 0, 0, "URLS",                               \
+      "debuginfod servers asked for symbols --symbols-dir lacks, space separated (default none; "  \
+      "DEBUGINFOD_URLS is not read)")                                                              \
+    X("--debuginfod-cache", debuginfod_cache, STR, NULL, 0, 0, "DIR",                              \
+      "their downloads' cache (default SYMBOLS/.debuginfod-cache, SYMBOLS being --symbols-dir)")   \
+    X("--debuginfod-timeout-ms", debuginfod_timeout_ms, UINT, 20000u, 1, 3600000, "N",             \
+      "one crash's debuginfod lookups in all, at most half of --symbolize-timeout-ms; 10 s per "   \
+      "module at most")                                                                            \
     X("--telemetry-run-max-bytes", telemetry_run_max_bytes, SIZE, (size_t)1u << 30, 1, 1ull << 42, \
       "N",                                                                                         \
       "stored telemetry of one run (telemetry.nwbs.zst), bytes; past it the report keeps "         \

@@ -57,7 +57,7 @@ struct nwb_sym_thread {
 struct nwb_sym_missing {
     char build_id[NWB_SYM_BUILD_ID_HEX + 1];
     char module[NWB_SYM_MODULE_MAX + 1];
-    char why[256];
+    char why[512];
 };
 
 /* ---- symbolize_lookup.c ---- */
@@ -76,21 +76,64 @@ void nwb_sym_hex(const uint8_t *id, size_t len, char *out);
 int nwb_sym_lookup(const char *symbols_dir, const uint8_t *id, size_t len, int *exe_fd,
                    int *debug_fd, char *why, size_t why_size);
 
+/*
+ * 0 when @p fd (borrowed) is a regular ELF file whose GNU build id note equals @p id (@p len
+ * bytes); else -1 with "<label>: <reason>" in @p why (not a regular file, not an ELF file, no
+ * GNU build id note, build id mismatch). Every symbol file passes this before it is used.
+ */
+int nwb_sym_check_fd(int fd, const char *label, const uint8_t *id, size_t len, char *why,
+                     size_t why_size);
+
+/* ---- symbolize_debuginfod.c ---- */
+
+/* Bounds of the debuginfod lookups (docs/crash.md, "Symbolisation"). */
+#define NWB_SYM_DEBUGINFOD_URLS_MAX     4096u        /* bytes of --debuginfod-urls */
+#define NWB_SYM_DEBUGINFOD_MODULE_MS    10000u       /* one module's lookups, at most */
+#define NWB_SYM_DEBUGINFOD_TOTAL_MS     20000u       /* all modules' lookups, by default */
+#define NWB_SYM_DEBUGINFOD_TOTAL_MS_MAX 3600000u     /* --debuginfod-timeout-ms, at most */
+#define NWB_SYM_DEBUGINFOD_MAX_BYTES    (512u << 20) /* one downloaded file */
+
+struct nwb_sym_debuginfod; /* a libdebuginfod client with its deadlines */
+
+/*
+ * A client for the space-separated server URLs @p urls (borrowed; copied into the process's
+ * DEBUGINFOD_URLS, which nwb-symbolize owns) caching under @p cache_dir, all lookups together
+ * bounded by @p total_ms. Every other DEBUGINFOD_* variable of the environment is cleared, so
+ * only what is passed here applies. 0 with the client in @p *out, or -1 with a reason.
+ */
+int nwb_sym_debuginfod_create(const char *urls, const char *cache_dir, unsigned total_ms,
+                              struct nwb_sym_debuginfod **out, char *why, size_t why_size);
+
+/*
+ * Ask the servers for build id @p id's debug file and executable, at most
+ * NWB_SYM_DEBUGINFOD_MODULE_MS and what is left of the total. Each file received must pass
+ * nwb_sym_check_fd(); the ones that do are returned open in @p *exe_fd / @p *debug_fd (-1
+ * when not). 0 when at least one was, else -1 with "debuginfod: <reason>" in @p why (not
+ * found (404), timed out, connection refused, refused (build id mismatch), ...).
+ */
+int nwb_sym_debuginfod_find(struct nwb_sym_debuginfod *d, const uint8_t *id, size_t len,
+                            int *exe_fd, int *debug_fd, char *why, size_t why_size);
+
+/* End the client; NULL is a no-op. */
+void nwb_sym_debuginfod_destroy(struct nwb_sym_debuginfod *d);
+
 /* ---- symbolize_unwind.c ---- */
 
 /* Called once per thread, crashing thread first; the pointers are valid for the call. */
 typedef int (*nwb_sym_thread_fn)(void *ctx, const struct nwb_sym_thread *t);
 
 /*
- * Unwind and symbolise every thread of @p cap with modules found under @p symbols_dir; call
- * @p fn per thread. The modules that had no usable symbols go to @p missing (at most
+ * Unwind and symbolise every thread of @p cap with modules found under @p symbols_dir, or, for
+ * a module not found there, from @p debuginfod (borrowed; NULL: none); call @p fn per thread. The
+ * modules that had no usable symbols go to @p missing (at most
  * @p missing_cap; their count in @p *nmissing). Returns 0, or -1 with a reason in @p why when
  * libdwfl could not be set up at all (a thread that cannot be unwound still gets its first
  * frame and a stop reason).
  */
 int nwb_sym_unwind(const nwb_crash_capture_view_t *cap, const char *symbols_dir,
-                   nwb_sym_thread_fn fn, void *ctx, struct nwb_sym_missing *missing,
-                   size_t missing_cap, size_t *nmissing, char *why, size_t why_size);
+                   struct nwb_sym_debuginfod *debuginfod, nwb_sym_thread_fn fn, void *ctx,
+                   struct nwb_sym_missing *missing, size_t missing_cap, size_t *nmissing, char *why,
+                   size_t why_size);
 
 /* ---- symbolize_output.c ---- */
 

@@ -29,16 +29,41 @@ void nwb_sym_hex(const uint8_t *id, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
+int nwb_sym_check_fd(int fd, const char *label, const uint8_t *id, size_t len, char *why,
+                     size_t why_size)
+{
+    struct stat sb;
+    const void *note = NULL;
+    ssize_t nlen;
+    Elf *elf;
+
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(why, why_size, "%s: not a regular file", label);
+        return -1;
+    }
+    elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (elf == NULL || elf_kind(elf) != ELF_K_ELF) {
+        snprintf(why, why_size, "%s: not an ELF file", label);
+        elf_end(elf);
+        return -1;
+    }
+    nlen = dwelf_elf_gnu_build_id(elf, &note);
+    if (nlen <= 0) {
+        snprintf(why, why_size, "%s: no GNU build id note", label);
+    } else if ((size_t)nlen != len || memcmp(note, id, len) != 0) {
+        snprintf(why, why_size, "%s: build id mismatch", label);
+        nlen = -1;
+    }
+    elf_end(elf);
+    return nlen > 0 ? 0 : -1;
+}
+
 /* Open @p path when it is a regular ELF file with build id @p id; else -1 and a reason. */
 static int open_checked(const char *path, const uint8_t *id, size_t len, char *why, size_t why_size)
 {
     /* Links are followed (GDB's layout links the executable); only a regular file is read,
      * opened non-blocking so a FIFO planted there cannot hang the symboliser. */
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat sb;
-    const void *note = NULL;
-    ssize_t nlen;
-    Elf *elf;
 
     if (fd < 0) {
         if (errno != ENOENT) {
@@ -46,27 +71,7 @@ static int open_checked(const char *path, const uint8_t *id, size_t len, char *w
         }
         return -1;
     }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(why, why_size, "%s: not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (elf == NULL || elf_kind(elf) != ELF_K_ELF) {
-        snprintf(why, why_size, "%s: not an ELF file", path);
-        elf_end(elf);
-        close(fd);
-        return -1;
-    }
-    nlen = dwelf_elf_gnu_build_id(elf, &note);
-    if (nlen <= 0) {
-        snprintf(why, why_size, "%s: no GNU build id note", path);
-    } else if ((size_t)nlen != len || memcmp(note, id, len) != 0) {
-        snprintf(why, why_size, "%s: build id mismatch", path);
-        nlen = -1;
-    }
-    elf_end(elf);
-    if (nlen <= 0) {
+    if (nwb_sym_check_fd(fd, path, id, len, why, why_size) != 0) {
         close(fd);
         return -1;
     }

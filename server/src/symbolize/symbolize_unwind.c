@@ -108,8 +108,35 @@ static int load_bias(int fd, uint64_t start, uint64_t file_offset, uint64_t *bia
     return found;
 }
 
+/* The files of module @p m: from the symbols folder, else from debuginfod when configured
+ * (its reason appended to the folder's). 0, or -1 with the reason in m->why. */
+static int find_module_files(struct sym_module *m, const char *symbols_dir,
+                             struct nwb_sym_debuginfod *debuginfod, int *exe_fd, int *debug_fd)
+{
+    const nwb_crash_module_view_t *v = m->view;
+    char why[256];
+    size_t used;
+
+    if (nwb_sym_lookup(symbols_dir, v->build_id, v->build_id_len, exe_fd, debug_fd, m->why,
+                       sizeof(m->why)) == 0) {
+        return 0;
+    }
+    if (debuginfod == NULL) {
+        return -1;
+    }
+    if (nwb_sym_debuginfod_find(debuginfod, v->build_id, v->build_id_len, exe_fd, debug_fd, why,
+                                sizeof(why)) == 0) {
+        m->why[0] = '\0';
+        return 0;
+    }
+    used = strlen(m->why);
+    snprintf(m->why + used, sizeof(m->why) - used, "; %s", why);
+    return -1;
+}
+
 /* Report module @p m when its symbols are found; else say why in m->why. */
-static void report_module(struct sym_session *s, struct sym_module *m, const char *symbols_dir)
+static void report_module(struct sym_session *s, struct sym_module *m, const char *symbols_dir,
+                          struct nwb_sym_debuginfod *debuginfod)
 {
     const nwb_crash_module_view_t *v = m->view;
     char name[NWB_SYM_MODULE_MAX + 1];
@@ -117,8 +144,7 @@ static void report_module(struct sym_session *s, struct sym_module *m, const cha
     uint64_t bias = 0;
     void **userdata;
 
-    if (nwb_sym_lookup(symbols_dir, v->build_id, v->build_id_len, &exe_fd, &debug_fd, m->why,
-                       sizeof(m->why)) != 0) {
+    if (find_module_files(m, symbols_dir, debuginfod, &exe_fd, &debug_fd) != 0) {
         return;
     }
     /* The executable carries .eh_frame and the loaded segments; a .debug file alone is used
@@ -487,8 +513,9 @@ static void note_missing(const struct sym_session *s, struct nwb_sym_missing *mi
 }
 
 int nwb_sym_unwind(const nwb_crash_capture_view_t *cap, const char *symbols_dir,
-                   nwb_sym_thread_fn fn, void *ctx, struct nwb_sym_missing *missing,
-                   size_t missing_cap, size_t *nmissing, char *why, size_t why_size)
+                   struct nwb_sym_debuginfod *debuginfod, nwb_sym_thread_fn fn, void *ctx,
+                   struct nwb_sym_missing *missing, size_t missing_cap, size_t *nmissing, char *why,
+                   size_t why_size)
 {
     struct sym_session *s = nwb_calloc(1, sizeof(*s));
     unsigned char hdr[64] __attribute__((aligned(8)));
@@ -532,7 +559,7 @@ int nwb_sym_unwind(const nwb_crash_capture_view_t *cap, const char *symbols_dir,
             snprintf(m->why, sizeof(m->why), "no symbols: no build id");
             continue;
         }
-        report_module(s, m, symbols_dir);
+        report_module(s, m, symbols_dir, debuginfod);
     }
     dwfl_report_end(s->dwfl, NULL, NULL);
     note_missing(s, missing, missing_cap, nmissing);
