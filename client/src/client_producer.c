@@ -97,14 +97,6 @@ void nwb__barrier_heavy(void)
     }
 }
 
-static inline uint64_t wall_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Producer-only counters: a relaxed load and store, no locked instruction. */
 static inline void bump(atomic_uint_fast64_t *v)
 {
@@ -492,7 +484,7 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
                         const char *msg, size_t len)
 {
     struct nwb__ring *r = p->ring;
-    uint64_t now = wall_ns();
+    uint64_t now = nwb__clock_stamp(&c->clock);
     size_t max;
     uint8_t flags = 0;
     uint32_t size;
@@ -571,7 +563,7 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
         }
         len = (size_t)n > max ? max : (size_t)n;
         size = round8(NWB__REC_HDR + len + 1u);
-        now = wall_ns();
+        now = nwb__clock_stamp(&c->clock);
         dst = reserve(c, p, r, size, now);
         if (dst != NULL) {
             h = (struct nwb__rec *)(void *)dst;
@@ -791,7 +783,7 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
         total = NWB__REC_HDR + so + strbytes;
     }
     size = round8(total);
-    now = wall_ns();
+    now = nwb__clock_stamp(&c->clock);
     dst = reserve(c, p, r, size, now);
     if (dst == NULL) {
         return;

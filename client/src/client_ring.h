@@ -36,7 +36,7 @@ struct nwb__rec {
     uint8_t flags;        /* NWB_LOG_RECORD_* decided by the producer (TRUNCATED) */
     uint16_t aux;         /* ARGS: bytes of the slot area; TEXT: tail padding after the message */
     nwb_log_site_t *site; /* NULL for DROPNOTE */
-    uint64_t time_ns;     /* CLOCK_REALTIME when the call was made */
+    uint64_t time_ns;     /* the call's stamp: TSC ticks or CLOCK_REALTIME ns (client_clock.h) */
 };
 
 #define NWB__REC_HDR ((uint32_t)sizeof(struct nwb__rec))
