@@ -160,7 +160,9 @@ void nwb__clock_anchor_refresh(struct nwb__clock *clk)
         return;
     }
     anchor_take(&clk->last);
-    clk->anchors++;
+    atomic_store_explicit(&clk->anchors,
+                          atomic_load_explicit(&clk->anchors, memory_order_relaxed) + 1u,
+                          memory_order_relaxed);
     mult = rate_between(&clk->base, &clk->last);
     if (mult != 0) {
         clk->mult = mult;

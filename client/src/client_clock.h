@@ -10,6 +10,7 @@
 #ifndef NWB_CLIENT_CLOCK_H
 #define NWB_CLIENT_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -56,7 +57,7 @@ struct nwb__clock {
     uint64_t mult;                      /* ns per tick, times 2^32 */
     uint64_t anchor_every_ticks;        /* NWB__CLOCK_ANCHOR_EVERY_NS in ticks (rough rate) */
     int calibrated;                     /* mult measured over >= NWB__CLOCK_CALIBRATE_MIN_NS */
-    uint64_t anchors;                   /* anchors the worker took (tests read it) */
+    atomic_uint_fast64_t anchors;       /* anchors the worker took (tests read it, relaxed) */
 };
 
 /* Test hook: set before nwb_client_create() to use CLOCK_REALTIME stamps even with a TSC. */

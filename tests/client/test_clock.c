@@ -61,7 +61,7 @@ static void test_clock_realtime_stamps_convert_to_themselves(void **state)
     assert_true(stamp >= before && stamp <= after);
     nwb__clock_anchor_refresh(&clk); /* a no-op */
     assert_true(nwb__clock_to_wall(&clk, stamp) == stamp);
-    assert_true(clk.anchors == 0);
+    assert_true(atomic_load(&clk.anchors) == 0);
 }
 
 static void test_clock_tsc_stamps_stay_within_bound_across_reanchors(void **state)
@@ -86,7 +86,7 @@ static void test_clock_tsc_stamps_stay_within_bound_across_reanchors(void **stat
     }
     nwb__clock_anchor_refresh(&clk);
     assert_true(clk.calibrated);
-    assert_true(clk.anchors == 1);
+    assert_true(atomic_load(&clk.anchors) == 1);
     for (int i = 0; i < 8; i++) {
         const uint64_t e = check_within(nwb__clock_to_wall(&clk, st[i]), lo[i], hi[i]);
 
@@ -104,7 +104,7 @@ static void test_clock_tsc_stamps_stay_within_bound_across_reanchors(void **stat
         e = check_within(nwb__clock_to_wall(&clk, st[i]), lo[i], hi[i]);
         worst = e > worst ? e : worst;
     }
-    assert_true(clk.anchors >= 1u + 64u);
+    assert_true(atomic_load(&clk.anchors) >= 1u + 64u);
     for (int i = 0; i < 64; i++) {
         const uint64_t e = check_within(nwb__clock_to_wall(&clk, st[i]), lo[i], hi[i]);
 
@@ -125,14 +125,14 @@ static void test_clock_anchor_waits_for_its_cadence(void **state)
         skip();
     }
     nwb__clock_anchor_refresh(&clk);
-    n = clk.anchors;
+    n = atomic_load(&clk.anchors);
     /* Right after an anchor another refresh keeps it (at most one per ANCHOR_EVERY_NS) ... */
     nwb__clock_anchor_refresh(&clk);
-    assert_true(clk.anchors == n);
+    assert_true(atomic_load(&clk.anchors) == n);
     /* ... and once the cadence passed it takes a new one. */
     spin_ns(NWB__CLOCK_ANCHOR_EVERY_NS + NWB__CLOCK_ANCHOR_EVERY_NS / 4u);
     nwb__clock_anchor_refresh(&clk);
-    assert_true(clk.anchors == n + 1u);
+    assert_true(atomic_load(&clk.anchors) == n + 1u);
 }
 
 int main(void)

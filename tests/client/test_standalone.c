@@ -233,7 +233,7 @@ static void line_times_within_bound(struct fixture *f, int force_realtime)
     uint64_t lo[CALLS];
     uint64_t hi[CALLS];
     uint64_t worst = 0;
-    uint64_t anchors_first;
+    uint64_t anchors_first = 0;
     char path[1024];
     char *text;
     char *save = NULL;
@@ -257,11 +257,12 @@ static void line_times_within_bound(struct fixture *f, int force_realtime)
         hi[i] = nwb_time_now_ns();
         assert_int_equal(nwb_client_flush(c, 10000), 0);
         if (i == 0) {
-            anchors_first = c->clock.anchors;
+            anchors_first = atomic_load_explicit(&c->clock.anchors, memory_order_relaxed);
         }
     }
     if (c->clock.tsc) {
-        assert_true(c->clock.anchors >= anchors_first + CALLS - 1u);
+        assert_true(atomic_load_explicit(&c->clock.anchors, memory_order_relaxed) >=
+                    anchors_first + CALLS - 1u);
     }
     nwb_client_destroy(c);
     assert_int_equal(nwb_test_find_run_log(f->dir, program, "00000000000000c1", path, sizeof(path)),
