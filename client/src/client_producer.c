@@ -52,7 +52,9 @@ struct producer {
     struct producer *next;
 };
 
-static _Thread_local struct producer tls_producer;
+/* initial-exec: the thread pointer plus a fixed offset, never a __tls_get_addr call (the model
+ * a shared libnwb_client takes static TLS for; docs/client.md, "Threading model"). */
+static _Thread_local struct producer tls_producer __attribute__((tls_model("initial-exec")));
 
 static struct {
     _Atomic(struct nwb_client *) live; /* the client calls go to, or NULL */
@@ -495,7 +497,7 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
         drop_no_ring(c);
         return;
     }
-    max = r->rec_max - NWB__REC_HDR;
+    max = r->prec_max - NWB__REC_HDR;
     if (max > NWB_LOG_RECORD_MSG_MAX) {
         max = NWB_LOG_RECORD_MSG_MAX;
     }
@@ -557,7 +559,7 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
         drop_no_ring(c);
     } else {
         /* Too long for the stack buffer: format straight into the ring. */
-        max = r->rec_max - NWB__REC_HDR - 1u;
+        max = r->prec_max - NWB__REC_HDR - 1u;
         if (max > NWB_LOG_RECORD_MSG_MAX) {
             max = NWB_LOG_RECORD_MSG_MAX;
         }
@@ -763,9 +765,9 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
         }
     }
     total = NWB__REC_HDR + so + strbytes;
-    if (NWB_UNLIKELY(total > r->rec_max)) {
+    if (NWB_UNLIKELY(total > r->prec_max)) {
         /* Cut strings from the last one back until the record fits its bound. */
-        size_t over = total - r->rec_max;
+        size_t over = total - r->prec_max;
 
         for (unsigned j = ns; j-- > 0 && over > 0;) {
             const uint32_t cut = sl[j] < over ? sl[j] : (uint32_t)over;
