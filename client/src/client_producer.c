@@ -587,6 +587,51 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
     va_end(aq);
 }
 
+/*
+ * The site's precomputed layout (nwb_log_site_t.slot_bytes, nstrs, layout):
+ * LAYOUT_DIRECT when every string is a plain %s (its length is strnlen's, up
+ * to NWB__STR_MAX) and the largest record the site can make is at most
+ * DIRECT_MAX bytes, so a call can reserve that worst case up front and write
+ * its arguments straight into the ring in one walk (record_args_direct).
+ */
+#define LAYOUT_GENERIC 0u
+#define LAYOUT_DIRECT  1u
+#define DIRECT_MAX     (16u * 1024u)
+
+static void layout_prepare(nwb_log_site_t *site)
+{
+    unsigned bytes = 0;
+    unsigned nstrs = 0;
+    unsigned layout = LAYOUT_DIRECT;
+
+    for (unsigned i = 0; i < site->nargs; i++) {
+        switch (site->kinds[i]) {
+        case NWB__ARG_LDOUBLE:
+            bytes += 16u;
+            break;
+        case NWB__ARG_STR:
+            nstrs++;
+            bytes += 8u;
+            break;
+        case NWB__ARG_STR_PSTAR:
+        case NWB__ARG_STR_PLIT:
+            nstrs++;
+            bytes += 8u;
+            layout = LAYOUT_GENERIC; /* the length depends on a precision */
+            break;
+        default:
+            bytes += 8u;
+            break;
+        }
+    }
+    if (NWB__REC_HDR + bytes + nstrs * (NWB__STR_MAX + 1u) + 7u > DIRECT_MAX) {
+        layout = LAYOUT_GENERIC;
+    }
+    site->slot_bytes = (uint16_t)bytes;
+    site->nstrs = (uint8_t)nstrs;
+    site->layout = (uint8_t)layout;
+}
+
 /* Parse the site's format once; threads that lose the race parse into @p local. */
 static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
                                           const uint8_t **kinds, unsigned *nargs)
@@ -599,6 +644,9 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         st = nwb__fmt_parse(site->fmt, site->kinds, &n);
         site->nargs = n;
+        if (st == NWB_LOG_SITE_READY) {
+            layout_prepare(site);
+        }
         __atomic_store_n(&site->state, st, __ATOMIC_RELEASE);
         *kinds = site->kinds;
         *nargs = n;
@@ -613,6 +661,136 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
     *kinds = local;
     *nargs = n;
     return st;
+}
+
+/*
+ * The fast path of a READY LAYOUT_DIRECT site: reserve the site's worst case
+ * (every string NWB__STR_MAX long), then walk the arguments once, writing
+ * slots and strings straight into the ring, and publish the actual size.
+ * Returns 0 without touching @p ap when the worst case does not fit right
+ * now (or a drop note is due): the caller takes the general path.
+ */
+static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
+                                     nwb_log_site_t *site, va_list ap)
+{
+    const unsigned nargs = site->nargs;
+    const uint32_t worst =
+        round8(NWB__REC_HDR + site->slot_bytes + site->nstrs * (NWB__STR_MAX + 1u));
+    const uint64_t now = nwb__clock_stamp(&c->clock);
+    uint8_t *dst;
+    uint8_t *slot;
+    uint8_t *str;
+    struct nwb__rec *h;
+    uint32_t size;
+
+    if (NWB_UNLIKELY(r->pending_drops != 0 || worst > r->prec_max)) {
+        return 0;
+    }
+    dst = nwb__ring_reserve(r, worst);
+    if (NWB_UNLIKELY(dst == NULL)) {
+        return 0;
+    }
+    slot = dst + NWB__REC_HDR;
+    str = slot + site->slot_bytes;
+    for (unsigned i = 0; i < nargs; i++) {
+        switch (site->kinds[i]) {
+        case NWB__ARG_INT: {
+            const int64_t v = va_arg(ap, int); /* sign-extended; render reads the low int */
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_LONG: {
+            const long v = va_arg(ap, long);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_LLONG: {
+            const long long v = va_arg(ap, long long);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_SIZE: {
+            const size_t v = va_arg(ap, size_t);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_INTMAX: {
+            const intmax_t v = va_arg(ap, intmax_t);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_PTRDIFF: {
+            const ptrdiff_t v = va_arg(ap, ptrdiff_t);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_DOUBLE: {
+            const double v = va_arg(ap, double);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        case NWB__ARG_LDOUBLE: {
+            const long double v = va_arg(ap, long double);
+
+            memset(slot, 0, 16);
+            memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
+            slot += 16;
+            break;
+        }
+        case NWB__ARG_PTR: {
+            void *const v = va_arg(ap, void *);
+
+            memcpy(slot, &v, 8);
+            slot += 8;
+            break;
+        }
+        default: { /* NWB__ARG_STR: the only string kind of a DIRECT site */
+            const char *s = va_arg(ap, const char *);
+            uint32_t len = 0;
+            uint32_t sflags = NWB__STR_NULL;
+
+            if (s != NULL) {
+                len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
+                sflags = 0;
+                if (len > NWB__STR_MAX) {
+                    len = NWB__STR_MAX;
+                    sflags = NWB__STR_TRUNCATED;
+                }
+                memcpy(str, s, len);
+            }
+            memcpy(slot, &len, 4);
+            memcpy(slot + 4, &sflags, 4);
+            str[len] = '\0';
+            str += len + 1u;
+            slot += 8;
+            break;
+        }
+        }
+    }
+    size = round8((size_t)(str - dst));
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_ARGS;
+    h->flags = 0;
+    h->aux = site->slot_bytes;
+    h->site = site;
+    h->time_ns = now;
+    publish(c, r, size);
+    return 1;
 }
 
 /* The deferred path: capture the raw arguments. */
@@ -638,6 +816,11 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint8_t *dst;
     struct nwb__rec *h;
 
+    /* The layout is only read after this thread's acquire load saw READY. */
+    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && site->layout == LAYOUT_DIRECT && r != NULL) &&
+        record_args_direct(c, r, site, ap)) {
+        return;
+    }
     if (NWB_UNLIKELY(state != NWB_LOG_SITE_READY)) {
         if (state == NWB_LOG_SITE_COMPLEX) {
             nargs = 0;
