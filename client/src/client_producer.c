@@ -664,6 +664,34 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
 }
 
 /*
+ * Copy @p len bytes reading only [src, src + len). Strings in log calls are
+ * short: fixed-size (overlapping) moves the compiler emits as register
+ * loads and stores, where a variable memcpy here became `rep movsq`, whose
+ * start-up cost was a sixth of the call (perf annotate).
+ */
+static inline void copy_short(uint8_t *dst, const char *src, size_t len)
+{
+    if (len >= 16u) {
+        size_t i = 0;
+
+        for (; i + 16u < len; i += 16u) {
+            memcpy(dst + i, src + i, 16);
+        }
+        memcpy(dst + len - 16u, src + len - 16u, 16);
+    } else if (len >= 8u) {
+        memcpy(dst, src, 8);
+        memcpy(dst + len - 8u, src + len - 8u, 8);
+    } else if (len >= 4u) {
+        memcpy(dst, src, 4);
+        memcpy(dst + len - 4u, src + len - 4u, 4);
+    } else {
+        for (size_t i = 0; i < len; i++) {
+            dst[i] = (uint8_t)src[i];
+        }
+    }
+}
+
+/*
  * The fast path of a READY LAYOUT_DIRECT site: reserve the site's worst case
  * (every string NWB__STR_MAX long), then walk the arguments once, writing
  * slots and strings straight into the ring, and publish the actual size.
@@ -770,7 +798,7 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
                     len = NWB__STR_MAX;
                     sflags = NWB__STR_TRUNCATED;
                 }
-                memcpy(str, s, len);
+                copy_short(str, s, len);
             }
             memcpy(slot, &len, 4);
             memcpy(slot + 4, &sflags, 4);
