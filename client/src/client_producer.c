@@ -664,6 +664,77 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
 }
 
 /*
+ * Store one non-string argument of @p kind from @p ap into @p slot (8 bytes;
+ * 16 for long double). Returns the bytes written. The one place that knows
+ * each kind's C type: both walks of the arguments call it.
+ */
+static inline unsigned scalar_put(uint8_t *slot, unsigned kind, va_list *ap)
+{
+    switch (kind) {
+    case NWB__ARG_INT: {
+        const int64_t v = va_arg(*ap, int); /* sign-extended; render reads the low int */
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LONG: {
+        const long v = va_arg(*ap, long);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LLONG: {
+        const long long v = va_arg(*ap, long long);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_SIZE: {
+        const size_t v = va_arg(*ap, size_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_INTMAX: {
+        const intmax_t v = va_arg(*ap, intmax_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_PTRDIFF: {
+        const ptrdiff_t v = va_arg(*ap, ptrdiff_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_DOUBLE: {
+        const double v = va_arg(*ap, double);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LDOUBLE: {
+        const long double v = va_arg(*ap, long double);
+
+        memset(slot, 0, 16);
+        memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
+        return 16;
+    }
+    default: { /* NWB__ARG_PTR */
+        void *const v = va_arg(*ap, void *);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    }
+}
+
+static inline int kind_is_string(unsigned kind)
+{
+    return kind >= NWB__ARG_STR;
+}
+
+/*
  * Copy @p len bytes reading only [src, src + len). Strings in log calls are
  * short: fixed-size (overlapping) moves the compiler emits as register
  * loads and stores, where a variable memcpy here became `rep movsq`, whose
@@ -699,7 +770,7 @@ static inline void copy_short(uint8_t *dst, const char *src, size_t len)
  * now (or a drop note is due): the caller takes the general path.
  */
 static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
-                                     nwb_log_site_t *site, va_list ap)
+                                     nwb_log_site_t *site, va_list *ap)
 {
     const unsigned nargs = site->nargs;
     const uint32_t worst =
@@ -721,73 +792,12 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
     slot = dst + NWB__REC_HDR;
     str = slot + site->slot_bytes;
     for (unsigned i = 0; i < nargs; i++) {
-        switch (site->kinds[i]) {
-        case NWB__ARG_INT: {
-            const int64_t v = va_arg(ap, int); /* sign-extended; render reads the low int */
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
+        if (!kind_is_string(site->kinds[i])) {
+            slot += scalar_put(slot, site->kinds[i], ap);
+            continue;
         }
-        case NWB__ARG_LONG: {
-            const long v = va_arg(ap, long);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_LLONG: {
-            const long long v = va_arg(ap, long long);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_SIZE: {
-            const size_t v = va_arg(ap, size_t);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_INTMAX: {
-            const intmax_t v = va_arg(ap, intmax_t);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_PTRDIFF: {
-            const ptrdiff_t v = va_arg(ap, ptrdiff_t);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_DOUBLE: {
-            const double v = va_arg(ap, double);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        case NWB__ARG_LDOUBLE: {
-            const long double v = va_arg(ap, long double);
-
-            memset(slot, 0, 16);
-            memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
-            slot += 16;
-            break;
-        }
-        case NWB__ARG_PTR: {
-            void *const v = va_arg(ap, void *);
-
-            memcpy(slot, &v, 8);
-            slot += 8;
-            break;
-        }
-        default: { /* NWB__ARG_STR: the only string kind of a DIRECT site */
-            const char *s = va_arg(ap, const char *);
+        { /* NWB__ARG_STR: the only string kind of a DIRECT site */
+            const char *s = va_arg(*ap, const char *);
             uint32_t len = 0;
             uint32_t sflags = NWB__STR_NULL;
 
@@ -805,8 +815,6 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
             str[len] = '\0';
             str += len + 1u;
             slot += 8;
-            break;
-        }
         }
     }
     size = round8((size_t)(str - dst));
@@ -822,7 +830,7 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
 }
 
 /* The deferred path: capture the raw arguments. */
-static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list ap)
+static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list *ap)
 {
     struct nwb__ring *r = p->ring;
     _Alignas(16) uint8_t slots[NWB_LOG_MAX_ARGS * 16];
@@ -856,7 +864,7 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
             state = site_prepare(site, local, &kinds, &nargs);
         }
         if (state == NWB_LOG_SITE_COMPLEX) {
-            record_complex(c, p, site, kinds[0], ap);
+            record_complex(c, p, site, kinds[0], *ap);
             return;
         }
     }
@@ -867,78 +875,20 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     for (unsigned i = 0; i < nargs; i++) {
         uint8_t *slot = slots + so;
 
-        switch (kinds[i]) {
-        case NWB__ARG_INT: {
-            const int v = va_arg(ap, int);
-            const int64_t wide = v;
+        if (!kind_is_string(kinds[i])) {
+            const unsigned n = scalar_put(slot, kinds[i], ap);
 
-            memcpy(slot, &wide, 8); /* the low bytes on little-endian; render reads an int */
-            if (sizeof(int) != 8) {
-                memcpy(slot, &v, sizeof(v));
+            if (kinds[i] == NWB__ARG_INT) {
+                int v;
+
+                memcpy(&v, slot, sizeof(v)); /* the low bytes on little-endian */
+                last_int = v;
             }
-            last_int = v;
-            so += 8;
-            break;
+            so += n;
+            continue;
         }
-        case NWB__ARG_LONG: {
-            const long v = va_arg(ap, long);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_LLONG: {
-            const long long v = va_arg(ap, long long);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_SIZE: {
-            const size_t v = va_arg(ap, size_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_INTMAX: {
-            const intmax_t v = va_arg(ap, intmax_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_PTRDIFF: {
-            const ptrdiff_t v = va_arg(ap, ptrdiff_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_DOUBLE: {
-            const double v = va_arg(ap, double);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_LDOUBLE: {
-            const long double v = va_arg(ap, long double);
-
-            memset(slot, 0, 16);
-            memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
-            so += 16;
-            break;
-        }
-        case NWB__ARG_PTR: {
-            void *const v = va_arg(ap, void *);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        default: { /* the three string kinds */
-            const char *s = va_arg(ap, const char *);
+        { /* the three string kinds */
+            const char *s = va_arg(*ap, const char *);
             uint32_t sflags = 0;
             size_t len = 0;
 
@@ -971,8 +921,6 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
             ns++;
             strbytes += len + 1u;
             so += 8;
-            break;
-        }
         }
     }
     total = NWB__REC_HDR + so + strbytes;
@@ -1041,7 +989,11 @@ static void op_write(void *self, nwb_log_site_t *site, va_list ap)
         if (NWB_UNLIKELY(p->gen != c->gen)) {
             producer_attach(p, c);
         }
-        record_args(c, p, site, ap);
+        va_list aq; /* record_args walks a copy by pointer (C11 7.16: ap itself is a parameter) */
+
+        va_copy(aq, ap);
+        record_args(c, p, site, &aq);
+        va_end(aq);
         call_leave(p);
         return;
     }
