@@ -20,7 +20,6 @@
 #include <uv.h>
 
 #include "nwb/error.h"
-#include "nwb/file_io.h"
 #include "ch_http.h"
 
 int nwb__ch_http_init(struct nwb__ch_http *h, const char *url, char *err, size_t errlen)
@@ -209,16 +208,18 @@ static const llhttp_settings_t answer_settings = {
     .on_message_complete = on_message_complete,
 };
 
-/* The request target: "/?database=DB&query=" + percent-encoded @p query. */
-static int target_append(nwb_buf_t *b, const char *db, const char *query)
+/* The request target: "/" or "/?query=" + percent-encoded @p query. No database= parameter:
+ * every statement names its tables with the database, and CREATE DATABASE must run before
+ * the database exists. */
+static int target_append(nwb_buf_t *b, const char *query)
 {
     static const char hex[] = "0123456789ABCDEF";
-    int err = nwb_buf_appendf(b, "/?database=%s", db);
+    int err = nwb_buf_append_str(b, "/");
 
     if (err != 0 || query == NULL) {
         return err;
     }
-    err = nwb_buf_append_str(b, "&query=");
+    err = nwb_buf_append_str(b, "?query=");
     for (const unsigned char *q = (const unsigned char *)query; err == 0 && *q != '\0'; q++) {
         const int plain = (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
                           (*q >= '0' && *q <= '9') || *q == '-' || *q == '_' || *q == '.';
@@ -234,23 +235,44 @@ static int target_append(nwb_buf_t *b, const char *db, const char *query)
     return err;
 }
 
+/* send() with MSG_NOSIGNAL: a ClickHouse that closed the connection is an EPIPE here, never a
+ * SIGPIPE for an embedding process that did not ignore it. 0, or a negated errno. */
+static int send_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        const ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return errno == EAGAIN ? UV_ETIMEDOUT : -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 static int send_request(struct nwb__ch_http *h, const char *query, const void *body,
                         size_t body_len)
 {
     nwb_buf_t head = NWB_BUF_INIT(64 * 1024);
     int err = nwb_buf_append_str(&head, "POST ");
 
-    err = err != 0 ? err : target_append(&head, h->database, query);
+    err = err != 0 ? err : target_append(&head, query);
     err = err != 0 ? err
                    : nwb_buf_appendf(&head,
                                      " HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n"
                                      "Connection: keep-alive\r\n%s\r\n",
                                      h->host, body_len, h->auth);
     if (err == 0) {
-        err = nwb_write_all(h->fd, head.data, head.len);
+        err = send_all(h->fd, head.data, head.len);
     }
     if (err == 0 && body_len > 0) {
-        err = nwb_write_all(h->fd, body, body_len);
+        err = send_all(h->fd, body, body_len);
     }
     nwb_buf_cleanup(&head);
     return err;

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_forwarder.c - the forwarder thread (server/src/forward/forwarder.c) in-process against
+ * Debian's real clickhouse-server: lines of a run's log.txt arrive once with their exact
+ * message bytes, an incomplete last line waits for its end, a ClickHouse killed and restarted
+ * in the middle loses and doubles nothing, and a refused insert is counted, not looped on.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clickhouse_server.h"
+#include "forward/forwarder.h"
+#include "forward/fwd_cursor.h"
+#include "nwb/file_io.h"
+#include "nwb/log_line.h"
+#include "test_support.h"
+
+#define RUN_DIR "mygame_20261201-073400_r1"
+#define WAIT_MS 30000
+
+struct fixture {
+    struct nwb_test_clickhouse ch;
+    char out[512];
+    char log[700];
+    char url[128];
+    int log_fd;
+    unsigned lines;
+    nwb_log_line_clock_t clock;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    char dir[600];
+
+    if (f == NULL || nwb_test_clickhouse_start(&f->ch) != 0 ||
+        nwb_test_tmpdir("forwarder", f->out, sizeof f->out) != 0) {
+        free(f);
+        return -1;
+    }
+    snprintf(dir, sizeof dir, "%s/runs", f->out);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof dir, "%s/runs/" RUN_DIR, f->out);
+    mkdir(dir, 0755);
+    snprintf(f->log, sizeof f->log, "%s/log.txt", dir);
+    f->log_fd = open(f->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d/?database=fwd", f->ch.http_port);
+    f->clock = (nwb_log_line_clock_t)NWB_LOG_LINE_CLOCK_INIT;
+    *state = f;
+    return f->log_fd >= 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    close(f->log_fd);
+    nwb_test_clickhouse_destroy(&f->ch);
+    nwb_test_rmtree(f->out);
+    free(f);
+    return 0;
+}
+
+/* The message of line @p i: every 8th holds quotes, a backslash, a tab and invalid UTF-8. */
+static void message_of(unsigned i, char *buf, size_t cap)
+{
+    if (i % 8 == 3) {
+        snprintf(buf, cap, "odd %u: q'\"\\ \t\xff\xfe end", i);
+    } else {
+        snprintf(buf, cap, "line %u of the run", i);
+    }
+}
+
+/* Append @p n lines as the server writes them. */
+static void append_lines(struct fixture *f, unsigned n)
+{
+    char *buf = malloc((size_t)n * 400 + 1);
+    size_t used = 0;
+
+    assert_non_null(buf);
+    for (unsigned k = 0; k < n; k++, f->lines++) {
+        char msg[128];
+        nwb_log_record_t rec;
+
+        message_of(f->lines, msg, sizeof msg);
+        memset(&rec, 0, sizeof rec);
+        rec.time_ns = 1796110452000000000ull + (uint64_t)f->lines * 1000u;
+        rec.thread_id = 77;
+        rec.level = (uint8_t)(f->lines % 4);
+        rec.file = "game.c";
+        rec.file_len = 6;
+        rec.line = f->lines;
+        rec.msg = msg;
+        rec.msg_len = (uint32_t)strlen(msg);
+        used += nwb_log_line_format(buf + used, 400, &f->clock, &rec, "mygame", 6);
+    }
+    assert_int_equal(nwb_write_all(f->log_fd, buf, used), 0);
+    free(buf);
+}
+
+static long long final_count(struct fixture *f)
+{
+    return nwb_test_clickhouse_count(&f->ch,
+                                     "SELECT count() FROM fwd.nwb_logs FINAL WHERE run = 'r1'");
+}
+
+/* Wait (at most WAIT_MS) until ClickHouse holds exactly @p n rows of the run. */
+static void wait_rows(struct fixture *f, long long n)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    long long got = -1;
+
+    while (nwb_test_now_ms() < deadline) {
+        got = final_count(f);
+        if (got == n) {
+            return;
+        }
+        assert_true(got < n);
+        /* ClickHouse has no change notification; the count is polled in 50 ms slices. */
+        poll(NULL, 0, 50);
+    }
+    fail_msg("ClickHouse holds %lld rows of the run, expected %lld", got, n);
+}
+
+/* Every message, in offset order, equals what was written; every row once. */
+static void check_messages(struct fixture *f)
+{
+    const size_t cap = (size_t)f->lines * 160 + 64;
+    char *out = malloc(cap);
+    char *p;
+
+    assert_non_null(out);
+    /* hex() per row: RawBLOB output is newer than 18.16. */
+    assert_int_equal(nwb_test_clickhouse_query(&f->ch,
+                                               "SELECT hex(message) FROM fwd.nwb_logs FINAL "
+                                               "WHERE run = 'r1' ORDER BY offset",
+                                               NULL, 0, out, cap),
+                     200);
+    p = out;
+    for (unsigned i = 0; i < f->lines; i++) {
+        char msg[128], hex[260];
+        char *nl = strchr(p, '\n');
+        size_t n;
+
+        message_of(i, msg, sizeof msg);
+        n = strlen(msg);
+        for (size_t k = 0; k < n; k++) {
+            snprintf(hex + 2 * k, 3, "%02X", (unsigned char)msg[k]);
+        }
+        assert_non_null(nl);
+        *nl = '\0';
+        if (strcmp(p, hex) != 0) {
+            fail_msg("row %u: %s, expected %s", i, p, hex);
+        }
+        p = nl + 1;
+    }
+    assert_int_equal(*p, '\0');
+    free(out);
+}
+
+static void wait_stats(struct nwb__forwarder *fw, int want_up, uint64_t min_failed)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    struct nwb__fwd_stats st;
+
+    for (;;) {
+        nwb__forwarder_stats(fw, &st);
+        if (st.up == want_up && st.inserts_failed >= min_failed) {
+            return;
+        }
+        if (nwb_test_now_ms() >= deadline) {
+            fail_msg("forwarder up=%d failed=%llu, waited for up=%d failed>=%llu", st.up,
+                     (unsigned long long)st.inserts_failed, want_up,
+                     (unsigned long long)min_failed);
+        }
+        poll(NULL, 0, 20);
+    }
+}
+
+static void test_forwarder_delivers_once_across_clickhouse_restart(void **state)
+{
+    struct fixture *f = *state;
+    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "test-host"};
+    struct nwb__forwarder *fw = NULL;
+    char err[256];
+    struct nwb__fwd_stats st;
+    char dir[600];
+    uint64_t cursor = 0;
+    struct stat sb;
+
+    append_lines(f, 1000);
+    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
+    wait_rows(f, 1000);
+
+    /* An incomplete last line waits for its '\n'. */
+    assert_int_equal(nwb_write_all(f->log_fd, "2026-12-01T07:34:", 17), 0);
+    nwb__forwarder_wake(fw);
+    {
+        /* Complete it as a real line: rewrite the tail through the formatter. */
+        nwb_log_record_t rec;
+        char line[512], msg[128];
+        size_t n;
+
+        message_of(f->lines, msg, sizeof msg);
+        memset(&rec, 0, sizeof rec);
+        rec.time_ns = 1796110452000000000ull + (uint64_t)f->lines * 1000u;
+        rec.thread_id = 77;
+        rec.level = (uint8_t)(f->lines % 4);
+        rec.file = "game.c";
+        rec.file_len = 6;
+        rec.line = f->lines;
+        rec.msg = msg;
+        rec.msg_len = (uint32_t)strlen(msg);
+        n = nwb_log_line_format(line, sizeof line, &f->clock, &rec, "mygame", 6);
+        assert_int_equal(nwb_write_all(f->log_fd, line + 17, n - 17), 0);
+        f->lines++;
+    }
+    nwb__forwarder_wake(fw);
+    wait_rows(f, 1001);
+
+    /* ClickHouse killed: lines keep coming, the forwarder backs off and counts. */
+    assert_int_equal(nwb_test_clickhouse_stop(&f->ch, SIGKILL, 10000), 0);
+    append_lines(f, 2000);
+    nwb__forwarder_wake(fw);
+    wait_stats(fw, 0, 1);
+    nwb__forwarder_stats(fw, &st);
+    assert_true(st.bytes_behind > 0);
+    assert_true(st.records_behind > 0);
+    assert_true(st.seconds_behind > 0);
+    assert_int_equal(nwb_test_clickhouse_restart(&f->ch), 0);
+    wait_rows(f, 3001);
+    wait_stats(fw, 1, 1);
+    check_messages(f);
+
+    nwb__forwarder_stop(fw);
+    snprintf(dir, sizeof dir, "%s/runs/" RUN_DIR, f->out);
+    assert_int_equal(nwb__fwd_cursor_read(dir, &cursor), 0);
+    assert_int_equal(stat(f->log, &sb), 0);
+    assert_true(cursor == (uint64_t)sb.st_size);
+}
+
+int main(void)
+{
+    char why[1024];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_forwarder_delivers_once_across_clickhouse_restart,
+                                        setup, teardown),
+    };
+
+    if (!nwb_test_clickhouse_available(why, sizeof why)) {
+        printf("SKIP forward.forwarder: %s\n", why);
+        return NWB_TEST_CLICKHOUSE_SKIP;
+    }
+    return cmocka_run_group_tests_name("forward.forwarder", tests, NULL, NULL);
+}
