@@ -870,6 +870,7 @@ struct nwb_server {
     struct nwb__reload reload;
     /* crash ingest (crash_int.h) */
     struct nwb__crash_ingest *crash;
+    struct nwb__forwarder *forwarder; /* --forward-clickhouse; NULL without it */
     /* the run index behind GET /v1/runs (read_int.h); it holds one of handles_open */
     struct nwb__run_index *runs;
     size_t read_bytes; /* read answers being built or written (NWB__READ_ANSWERS_MAX) */
