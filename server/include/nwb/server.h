@@ -169,7 +169,7 @@ typedef struct nwb_server_config {
     X("--forward-clickhouse", forward_clickhouse, STR, NULL, 0, 0, "URL",                          \
       "also insert every run's log lines into ClickHouse, http://HOST:PORT/?database=NAME "        \
       "(schema created when missing)")                                                             \
-    X("--forward-credentials-file", forward_credentials_file, STR, NULL, 0, 0, "FILE",             \
+    X("--forward-credentials", forward_credentials_file, STR, NULL, 0, 0, "FILE",             \
       "USER:PASSWORD for --forward-clickhouse (HTTP basic auth), with --token-file's rules")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */

@@ -21,7 +21,7 @@ int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
     *out = NULL;
     if (cfg->forward_clickhouse == NULL) {
         if (cfg->forward_credentials_file != NULL) {
-            snprintf(errbuf, errlen, "--forward-credentials-file needs --forward-clickhouse");
+            snprintf(errbuf, errlen, "--forward-credentials needs --forward-clickhouse");
             return NWB_ECONFIG;
         }
         return 0;
@@ -30,7 +30,7 @@ int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
     if (cfg->forward_credentials_file != NULL) {
         err = nwb__auth_load(&cred, cfg->forward_credentials_file, reason, sizeof(reason));
         if (err != 0) {
-            snprintf(errbuf, errlen, "--forward-credentials-file: %s", reason);
+            snprintf(errbuf, errlen, "--forward-credentials: %s", reason);
             return NWB_ECONFIG;
         }
         memcpy(user, cred.token, cred.len);
@@ -40,7 +40,7 @@ int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
         if (colon == NULL || colon == user) {
             nwb__auth_wipe(user, sizeof(user));
             snprintf(errbuf, errlen,
-                     "--forward-credentials-file %s: not USER:PASSWORD (no ':' after a user)",
+                     "--forward-credentials %s: not USER:PASSWORD (no ':' after a user)",
                      cfg->forward_credentials_file);
             return NWB_ECONFIG;
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * forward_config.h - the server's --forward-clickhouse and --forward-credentials-file turned
+ * forward_config.h - the server's --forward-clickhouse and --forward-credentials turned
  * into a running forwarder (forwarder.h), for server.c.
  */
 #ifndef NWB_FORWARD_CONFIG_H
