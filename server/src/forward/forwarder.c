@@ -132,7 +132,7 @@ static int ensure_schema(struct nwb__forwarder *f)
         goto out;
     }
     if (version > NWB__CH_SCHEMA_VERSION) {
-        char msg[128];
+        char msg[256];
 
         snprintf(msg, sizeof(msg),
                  "database %s holds schema version %" PRIu64 ", newer than this server's %u",
