@@ -251,12 +251,91 @@ static void test_forwarder_delivers_once_across_clickhouse_restart(void **state)
     assert_true(cursor == (uint64_t)sb.st_size);
 }
 
+/* Wait until @p fw counted @p n failures; returns when the n-th was seen (monotonic ms). */
+static long long wait_failures(struct nwb__forwarder *fw, uint64_t n)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    struct nwb__fwd_stats st;
+
+    for (;;) {
+        nwb__forwarder_stats(fw, &st);
+        if (st.inserts_failed >= n) {
+            return nwb_test_now_ms();
+        }
+        if (nwb_test_now_ms() >= deadline) {
+            fail_msg("forwarder counted %llu failures, waited for %llu",
+                     (unsigned long long)st.inserts_failed, (unsigned long long)n);
+        }
+        poll(NULL, 0, 5);
+    }
+}
+
+/* A table of another shape and a wrong password: refused, counted, retried with backoff (not
+ * in a loop), nothing acknowledged; with the right password and the table fixed it delivers. */
+static void test_forwarder_refused_inserts_back_off(void **state)
+{
+    struct fixture *f = *state;
+    char out[2048], url[160], err[256];
+    struct nwb__fwd_config cfg = {NULL, NWB_TEST_CLICKHOUSE_USER, "wrong-password", f->out, "h"};
+    struct nwb__forwarder *fw = NULL;
+    struct nwb__fwd_stats st;
+    long long first, second;
+
+    /* The other shape: nwb_logs without most columns. */
+    assert_int_equal(
+        nwb_test_clickhouse_query(&f->ch, "CREATE DATABASE other", NULL, 0, out, sizeof out), 200);
+    assert_int_equal(nwb_test_clickhouse_query(&f->ch,
+                                               "CREATE TABLE other.nwb_logs (run String) ENGINE "
+                                               "= MergeTree ORDER BY run",
+                                               NULL, 0, out, sizeof out),
+                     200);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/?database=other", f->ch.http_port);
+    cfg.url = url;
+    append_lines(f, 10);
+
+    /* Wrong password: every request is refused (516 in current releases, 500 in 18.16). */
+    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
+    first = wait_failures(fw, 1);
+    second = wait_failures(fw, 2);
+    assert_true(second - first >= NWB__FWD_BACKOFF_FIRST_MS - 5);
+    nwb__forwarder_stats(fw, &st);
+    assert_int_equal(st.up, 0);
+    assert_true(st.records_total == 0);
+    nwb__forwarder_stop(fw);
+
+    /* The right password, the table of another shape: the insert is refused. */
+    cfg.password = NWB_TEST_CLICKHOUSE_PASSWORD;
+    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
+    first = wait_failures(fw, 1);
+    second = wait_failures(fw, 2);
+    assert_true(second - first >= NWB__FWD_BACKOFF_FIRST_MS - 5);
+    nwb__forwarder_stats(fw, &st);
+    assert_true(st.records_total == 0 && st.records_behind == 10 && st.bytes_behind > 0);
+    assert_int_equal(nwb_test_clickhouse_count(&f->ch, "SELECT count() FROM other.nwb_logs"), 0);
+
+    /* The table replaced by the schema's own: the backlog arrives once. */
+    assert_int_equal(
+        nwb_test_clickhouse_query(&f->ch, "DROP TABLE other.nwb_logs", NULL, 0, out, sizeof out),
+        200);
+    {
+        const long long deadline = nwb_test_now_ms() + WAIT_MS;
+
+        while (nwb_test_clickhouse_count(
+                   &f->ch, "SELECT count() FROM other.nwb_logs FINAL WHERE run = 'r1'") != 10) {
+            assert_true(nwb_test_now_ms() < deadline);
+            poll(NULL, 0, 50);
+        }
+    }
+    nwb__forwarder_stop(fw);
+}
+
 int main(void)
 {
     char why[1024];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_forwarder_delivers_once_across_clickhouse_restart,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forwarder_refused_inserts_back_off, setup, teardown),
     };
 
     if (!nwb_test_clickhouse_available(why, sizeof why)) {

@@ -39,15 +39,20 @@
     "  <max_concurrent_queries>32</max_concurrent_queries>\n"                                      \
     "</yandex>\n"
 
-static const char users_xml[] = "<?xml version=\"1.0\"?>\n"
-                                "<yandex>\n"
-                                "  <profiles><default></default></profiles>\n"
-                                "  <users><default><password></password>\n"
-                                "    <networks><ip>127.0.0.1</ip></networks>\n"
-                                "    <profile>default</profile><quota>default</quota>\n"
-                                "  </default></users>\n"
-                                "  <quotas><default></default></quotas>\n"
-                                "</yandex>\n";
+static const char users_xml[] =
+    "<?xml version=\"1.0\"?>\n"
+    "<yandex>\n"
+    "  <profiles><default></default></profiles>\n"
+    "  <users><default><password></password>\n"
+    "    <networks><ip>127.0.0.1</ip></networks>\n"
+    "    <profile>default</profile><quota>default</quota>\n"
+    "  </default>\n"
+    "  <" NWB_TEST_CLICKHOUSE_USER "><password>" NWB_TEST_CLICKHOUSE_PASSWORD "</password>\n"
+    "    <networks><ip>127.0.0.1</ip></networks>\n"
+    "    <profile>default</profile><quota>default</quota>\n"
+    "  </" NWB_TEST_CLICKHOUSE_USER "></users>\n"
+    "  <quotas><default></default></quotas>\n"
+    "</yandex>\n";
 
 static const char *server_exe(void)
 {

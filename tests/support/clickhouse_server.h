@@ -17,6 +17,10 @@
 /** How long start waits for GET /ping to answer "Ok.", milliseconds. */
 #define NWB_TEST_CLICKHOUSE_START_MS 30000
 
+/** A second user of the test server, with a password (the default user has none). */
+#define NWB_TEST_CLICKHOUSE_USER     "nwb_writer"
+#define NWB_TEST_CLICKHOUSE_PASSWORD "test-password-0123"
+
 /** ctest's skip code for the clickhouse tests (SKIP_RETURN_CODE in tests/forward). */
 #define NWB_TEST_CLICKHOUSE_SKIP 77
 
