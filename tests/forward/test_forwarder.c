@@ -293,7 +293,7 @@ static void test_forwarder_refused_inserts_back_off(void **state)
     cfg.url = url;
     append_lines(f, 10);
 
-    /* Wrong password: every request is refused (516 in current releases, 500 in 18.16). */
+    /* Wrong password: every request is refused (18.16 answers 401, code 193). */
     assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
     first = wait_failures(fw, 1);
     second = wait_failures(fw, 2);

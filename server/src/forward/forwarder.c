@@ -35,6 +35,8 @@
 #define BATCHES_PER_RUN_PASS 4u
 /* Bytes of TabSeparated rows one batch can become: escaping can double a line, plus columns. */
 #define ROWS_BUF_MAX (4u * NWB__FWD_BATCH_BYTES)
+/* The request whose success ends any failure: lines reached ClickHouse. */
+#define INSERT_WHAT "an insert"
 /* Bytes of one failure's text: host, port and errno text, or a reason and what was refused. */
 #define FAILURE_MAX 512
 
@@ -56,6 +58,7 @@ struct nwb__forwarder {
     nwb_buf_t answer; /* ClickHouse's answer */
     char insert_sql[256];
     char last_reason[FAILURE_MAX]; /* the last failure logged, to log each kind once */
+    const char *failed_what;       /* the request refused; NULL: ClickHouse was unreachable */
     /* the pass in progress */
     uint64_t pass_bytes_behind, pass_records_behind;
     uint64_t pass_oldest_s; /* 0: none */
@@ -80,7 +83,11 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
         pthread_mutex_lock(&f->mu);
         f->stats.up = 1;
         pthread_mutex_unlock(&f->mu);
-        if (f->last_reason[0] != '\0') {
+        /* Only the request that was refused working again ends its failure: the schema
+         * statements that precede every retry succeed while the insert is still refused. */
+        if (f->last_reason[0] != '\0' &&
+            (f->failed_what == NULL || strcmp(f->failed_what, what) == 0 ||
+             strcmp(what, INSERT_WHAT) == 0)) {
             nwb__console("forward to ClickHouse: %s works again", what);
             f->last_reason[0] = '\0';
         }
@@ -92,6 +99,7 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
 
         snprintf(msg, sizeof(msg), "%s:%d unreachable: %s", f->http.host, f->http.port,
                  nwb_strerror_r(err, ebuf, sizeof(ebuf)));
+        f->failed_what = NULL;
         log_failure(f, msg);
     } else {
         char reason[NWB__CH_REASON_MAX];
@@ -99,6 +107,7 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
 
         nwb__ch_answer_reason((const char *)f->answer.data, f->answer.len, reason, sizeof(reason));
         snprintf(msg, sizeof(msg), "%s refused (HTTP %d): %s", what, status, reason);
+        f->failed_what = what;
         log_failure(f, msg);
     }
     pthread_mutex_lock(&f->mu);
@@ -128,6 +137,7 @@ static int ensure_schema(struct nwb__forwarder *f)
         goto out;
     }
     if (nwb__ch_answer_u64((const char *)f->answer.data, f->answer.len, &version) != 0) {
+        f->failed_what = "the schema version check";
         log_failure(f, "the schema version answer is not a number");
         goto out;
     }
@@ -137,6 +147,7 @@ static int ensure_schema(struct nwb__forwarder *f)
         snprintf(msg, sizeof(msg),
                  "database %s holds schema version %" PRIu64 ", newer than this server's %u",
                  f->http.database, version, NWB__CH_SCHEMA_VERSION);
+        f->failed_what = "the schema version check";
         log_failure(f, msg);
         goto out;
     }
@@ -271,7 +282,7 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
                 break; /* an incomplete last line: wait for its end */
             }
         }
-        if (lines > 0 && post(f, f->insert_sql, f->rows.data, f->rows.len, "an insert") != 0) {
+        if (lines > 0 && post(f, f->insert_sql, f->rows.data, f->rows.len, INSERT_WHAT) != 0) {
             note_behind(f, (uint64_t)st.st_size - offset, lines, first_s);
             rc = -1;
             break;
