@@ -83,6 +83,25 @@ static void message_of(unsigned i, char *buf, size_t cap)
     }
 }
 
+/* Line f->lines as the server writes it, at @p dst (400 bytes: nwb_log_line_max() of it). */
+static size_t format_line(struct fixture *f, char *dst)
+{
+    char msg[128];
+    nwb_log_record_t rec;
+
+    message_of(f->lines, msg, sizeof msg);
+    memset(&rec, 0, sizeof rec);
+    rec.time_ns = 1796110452000000000ull + (uint64_t)f->lines * 1000u;
+    rec.thread_id = 77;
+    rec.level = (uint8_t)(f->lines % 4);
+    rec.file = "game.c";
+    rec.file_len = 6;
+    rec.line = f->lines;
+    rec.msg = msg;
+    rec.msg_len = (uint32_t)strlen(msg);
+    return nwb_log_line_format(dst, 400, &f->clock, &rec, "mygame", 6);
+}
+
 /* Append @p n lines as the server writes them. */
 static void append_lines(struct fixture *f, unsigned n)
 {
@@ -91,20 +110,7 @@ static void append_lines(struct fixture *f, unsigned n)
 
     assert_non_null(buf);
     for (unsigned k = 0; k < n; k++, f->lines++) {
-        char msg[128];
-        nwb_log_record_t rec;
-
-        message_of(f->lines, msg, sizeof msg);
-        memset(&rec, 0, sizeof rec);
-        rec.time_ns = 1796110452000000000ull + (uint64_t)f->lines * 1000u;
-        rec.thread_id = 77;
-        rec.level = (uint8_t)(f->lines % 4);
-        rec.file = "game.c";
-        rec.file_len = 6;
-        rec.line = f->lines;
-        rec.msg = msg;
-        rec.msg_len = (uint32_t)strlen(msg);
-        used += nwb_log_line_format(buf + used, 400, &f->clock, &rec, "mygame", 6);
+        used += format_line(f, buf + used);
     }
     assert_int_equal(nwb_write_all(f->log_fd, buf, used), 0);
     free(buf);
@@ -208,22 +214,10 @@ static void test_forwarder_delivers_once_across_clickhouse_restart(void **state)
     assert_int_equal(nwb_write_all(f->log_fd, "2026-12-01T07:34:", 17), 0);
     nwb__forwarder_wake(fw);
     {
-        /* Complete it as a real line: rewrite the tail through the formatter. */
-        nwb_log_record_t rec;
-        char line[512], msg[128];
-        size_t n;
+        /* Complete it as a real line: the rest of the formatter's text. */
+        char line[512];
+        const size_t n = format_line(f, line);
 
-        message_of(f->lines, msg, sizeof msg);
-        memset(&rec, 0, sizeof rec);
-        rec.time_ns = 1796110452000000000ull + (uint64_t)f->lines * 1000u;
-        rec.thread_id = 77;
-        rec.level = (uint8_t)(f->lines % 4);
-        rec.file = "game.c";
-        rec.file_len = 6;
-        rec.line = f->lines;
-        rec.msg = msg;
-        rec.msg_len = (uint32_t)strlen(msg);
-        n = nwb_log_line_format(line, sizeof line, &f->clock, &rec, "mygame", 6);
         assert_int_equal(nwb_write_all(f->log_fd, line + 17, n - 17), 0);
         f->lines++;
     }

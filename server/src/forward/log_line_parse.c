@@ -6,23 +6,11 @@
 #include <string.h>
 
 #include "nwb/error.h"
+
+#include "../read_int.h"
 #include "log_line_parse.h"
 
 static const char *const level_text[] = {"INFO    ", "WARNING ", "ERROR   ", "FATAL   "};
-
-/* @p n digits at @p p as a number; -1 when one is not a digit. */
-static long digits(const char *p, size_t n)
-{
-    long v = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (p[i] - '0');
-    }
-    return v;
-}
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -47,9 +35,10 @@ static int days_in_month(long y, long m)
 /* "YYYY-mm-ddTHH:MM:SS.nnnnnnnnnZ" (30 bytes). 0, or -1. */
 static int parse_time(const char *p, struct nwb__fwd_line *out)
 {
-    const long y = digits(p, 4), mo = digits(p + 5, 2), d = digits(p + 8, 2);
-    const long h = digits(p + 11, 2), mi = digits(p + 14, 2), s = digits(p + 17, 2);
-    const long ns = digits(p + 20, 9);
+    const long y = nwb__decimal_digits(p, 4), mo = nwb__decimal_digits(p + 5, 2);
+    const long d = nwb__decimal_digits(p + 8, 2), h = nwb__decimal_digits(p + 11, 2);
+    const long mi = nwb__decimal_digits(p + 14, 2), s = nwb__decimal_digits(p + 17, 2);
+    const long ns = nwb__decimal_digits(p + 20, 9);
     int64_t sec;
 
     if (p[4] != '-' || p[7] != '-' || p[10] != 'T' || p[13] != ':' || p[16] != ':' ||
