@@ -4,7 +4,8 @@
  * against Debian's real clickhouse-server: every line of each run's log.txt arrives in
  * nwb_logs exactly once (FINAL count = log.txt's lines, messages byte-equal), with ClickHouse
  * killed -9 and restarted in the middle (nwb-log is not held up), and with nwb-logserver
- * killed -9 in the middle and restarted on the same port and --out.
+ * killed -9 in the middle and restarted on the same port and --out; two servers forwarding
+ * to one ClickHouse, and an nwb-demo run.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -279,12 +281,123 @@ static void test_forward_e2e_exactly_once_across_restarts(void **state)
     wait_run_complete(f, "phase1", FIRST_LINES);
 }
 
+/* Lines of every runs/<program>_* log.txt under @p out. */
+static size_t program_lines(const char *out, const char *program)
+{
+    char runs[600];
+    size_t total = 0;
+    const size_t plen = strlen(program);
+    DIR *d;
+
+    snprintf(runs, sizeof runs, "%s/runs", out);
+    d = opendir(runs);
+    assert_non_null(d);
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        char path[1200];
+        size_t len = 0;
+        char *text;
+
+        if (strncmp(e->d_name, program, plen) != 0 || e->d_name[plen] != '_') {
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/%s/log.txt", runs, e->d_name);
+        text = nwb_test_read_file(path, &len);
+        assert_non_null(text);
+        total += nwb_test_count(text, "\n");
+        free(text);
+    }
+    closedir(d);
+    return total;
+}
+
+static void wait_program_rows(struct fixture *f, const char *program, size_t lines)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    char sql[256];
+    long long n = -1;
+
+    snprintf(sql, sizeof sql, "SELECT count() FROM nwb.nwb_logs FINAL WHERE program = '%s'",
+             program);
+    while (nwb_test_now_ms() < deadline) {
+        n = nwb_test_clickhouse_count(&f->ch, sql);
+        if (n == (long long)lines) {
+            return;
+        }
+        poll(NULL, 0, 50);
+    }
+    fail_msg("%s: ClickHouse holds %lld rows, the run logs %zu lines", program, n, lines);
+}
+
+/* Two nwb-logservers (other ports, other --out) forward to one ClickHouse: each run complete;
+ * and nwb-demo's run (the client's own lines, a game's) arrives whole too. */
+static void test_forward_e2e_two_servers_and_a_demo(void **state)
+{
+    struct fixture *f = *state;
+    struct fixture second;
+    struct nwb_log_proc p;
+
+    memset(&second, 0, sizeof second);
+    second.ch = f->ch; /* the same engine; only the first fixture removes it */
+    assert_int_equal(nwb_test_tmpdir("forward-e2e-2", second.out, sizeof second.out), 0);
+    snprintf(second.url, sizeof second.url, "%s", f->url);
+    snprintf(second.client_dir, sizeof second.client_dir, "%s/client", second.out);
+    second.port_fd = nwb_test_reserve_dead_port(&second.port);
+    assert_true(second.port_fd >= 0);
+    assert_int_equal(start_server(&second), 0);
+
+    log_start(f, "serverA", &p);
+    log_lines(&p, "serverA", 0, LINES);
+    log_finish(&p);
+    log_start(&second, "serverB", &p);
+    log_lines(&p, "serverB", 0, LINES);
+    log_finish(&p);
+    wait_run_complete(f, "serverA", LINES);
+    wait_run_complete(&second, "serverB", LINES);
+    assert_int_equal(ch_count(f, "serverB"), LINES); /* not a row more from the other */
+
+#ifdef NWB_DEMO_EXE
+    {
+        char server_arg[64], log_env[700];
+        int status = 0;
+        const pid_t pid = fork();
+
+        snprintf(server_arg, sizeof server_arg, "--logserver=127.0.0.1:%d", f->port);
+        snprintf(log_env, sizeof log_env, "%s/demo-logs", f->out);
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            const int devnull = open("/dev/null", O_WRONLY);
+
+            setenv("NWB_LOG_DIR", log_env, 1);
+            setenv("NWB_CRASH_DIR", log_env, 1);
+            setenv("NWB_CRASH_HELPER", "", 1);
+            unsetenv("NWB_LOGSERVER");
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            execl(NWB_DEMO_EXE, NWB_DEMO_EXE, "--frames", "240", "--fast", server_arg,
+                  (char *)NULL);
+            _exit(127);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        const size_t lines = program_lines(f->out, "nwb-demo");
+
+        assert_true(lines > 0);
+        wait_program_rows(f, "nwb-demo", lines);
+    }
+#endif
+
+    nwb_test_server_stop(&second.srv, SIGTERM, 10000);
+    close(second.port_fd);
+    nwb_test_rmtree(second.out);
+}
+
 int main(void)
 {
     char why[1024];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_forward_e2e_exactly_once_across_restarts, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_forward_e2e_two_servers_and_a_demo, setup, teardown),
     };
 
     if (!nwb_test_clickhouse_available(why, sizeof why)) {
