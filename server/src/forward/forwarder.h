@@ -22,6 +22,8 @@
 /** Retry delay after a failed insert: doubles from the first to the last. */
 #define NWB__FWD_BACKOFF_FIRST_MS 250u
 #define NWB__FWD_BACKOFF_MAX_MS   30000u
+/** The forwarder thread's nice value (the rest of the server keeps its own). */
+#define NWB__FWD_NICE 10
 
 struct nwb__fwd_config {
     const char *url;      /* http://HOST:PORT/?database=NAME */
