@@ -323,6 +323,115 @@ static void test_forwarder_refused_inserts_back_off(void **state)
     nwb__forwarder_stop(fw);
 }
 
+/* Append @p n lines of exactly @p len bytes each (the '\n' included), all alike but the offset. */
+static void append_sized_lines(struct fixture *f, unsigned n, size_t len)
+{
+    char msg[2048];
+    char line[4096];
+    nwb_log_record_t rec;
+    size_t head, got;
+    char *buf = malloc((size_t)n * len);
+
+    assert_non_null(buf);
+    memset(&rec, 0, sizeof rec);
+    rec.time_ns = 1796110452000000000ull;
+    rec.thread_id = 77;
+    rec.msg = msg;
+    rec.msg_len = 0;
+    head = nwb_log_line_format(line, sizeof line, &f->clock, &rec, "mygame", 6);
+    assert_true(len > head && len - head < sizeof msg);
+    memset(msg, 'm', sizeof msg);
+    rec.msg_len = (uint32_t)(len - head);
+    got = nwb_log_line_format(line, sizeof line, &f->clock, &rec, "mygame", 6);
+    assert_int_equal(got, len);
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(buf + (size_t)i * len, line, len);
+    }
+    assert_int_equal(nwb_write_all(f->log_fd, buf, (size_t)n * len), 0);
+    f->lines += n;
+    free(buf);
+}
+
+/* Run a forwarder until it sent what log.txt holds past the cursor and ClickHouse has @p rows
+ * of the run; returns its inserts. */
+static uint64_t forward_all(struct fixture *f, long long rows)
+{
+    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "h"};
+    struct nwb__forwarder *fw = NULL;
+    struct nwb__fwd_stats st;
+    char err[256];
+
+    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
+    {
+        /* Until this forwarder has sent every line after the cursor (rows sent before by
+         * another one may already be there). */
+        const long long deadline = nwb_test_now_ms() + WAIT_MS;
+        uint64_t pending = 0, off = 0;
+        char dir[600];
+        struct stat sb;
+
+        snprintf(dir, sizeof dir, "%s/runs/" RUN_DIR, f->out);
+        assert_int_equal(nwb__fwd_cursor_read(dir, &off), 0);
+        assert_int_equal(stat(f->log, &sb), 0);
+        pending = (uint64_t)sb.st_size - off;
+        for (;;) {
+            nwb__forwarder_stats(fw, &st);
+            if (st.bytes_total >= pending) {
+                break;
+            }
+            assert_true(nwb_test_now_ms() < deadline);
+            poll(NULL, 0, 20);
+        }
+    }
+    wait_rows(f, rows);
+    nwb__forwarder_stats(fw, &st);
+    nwb__forwarder_stop(fw);
+    assert_true(st.inserts_failed == 0);
+    return st.inserts_total;
+}
+
+/* NWB__FWD_BATCH_BYTES and NWB__FWD_BATCH_ROWS at their edges: exactly the bound is one
+ * insert, one line more is two. The log is complete before the forwarder starts, so the
+ * batches are cut by the bounds alone. */
+static void test_forwarder_batch_bounds_at_their_edges(void **state)
+{
+    struct fixture *f = *state;
+    const unsigned per_batch = NWB__FWD_BATCH_BYTES / 1024u;
+
+    /* 8 MiB of 1 KiB lines: one insert. */
+    append_sized_lines(f, per_batch, 1024);
+    assert_true(forward_all(f, per_batch) == 1);
+    /* One more line: the next forwarder takes only it (the cursor kept the first 8 MiB)... */
+    append_sized_lines(f, 1, 1024);
+    assert_true(forward_all(f, per_batch + 1) == 1);
+    /* ...and from byte 0, 8 MiB + one line is two inserts. */
+    {
+        char dir[600];
+
+        snprintf(dir, sizeof dir, "%s/runs/" RUN_DIR, f->out);
+        assert_int_equal(nwb__fwd_cursor_write(dir, 0), 0);
+    }
+    assert_true(forward_all(f, per_batch + 1) == 2);
+}
+
+static void test_forwarder_row_bound_at_its_edge(void **state)
+{
+    struct fixture *f = *state;
+
+    /* 100,000 lines of 80 bytes (8,000,000 < 8 MiB): one insert; 100,001: two. */
+    append_sized_lines(f, NWB__FWD_BATCH_ROWS, 80);
+    assert_true(forward_all(f, NWB__FWD_BATCH_ROWS) == 1);
+    {
+        char dir[600];
+
+        /* Start the run again from byte 0 with one line more: 100,001 lines in two inserts. */
+        snprintf(dir, sizeof dir, "%s/runs/" RUN_DIR, f->out);
+        assert_int_equal(nwb__fwd_cursor_write(dir, 0), 0);
+    }
+    append_sized_lines(f, 1, 80);
+    assert_true(forward_all(f, NWB__FWD_BATCH_ROWS + 1) == 2);
+}
+
 int main(void)
 {
     char why[1024];
@@ -330,6 +439,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_forwarder_delivers_once_across_clickhouse_restart,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_forwarder_refused_inserts_back_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forwarder_batch_bounds_at_their_edges, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_forwarder_row_bound_at_its_edge, setup, teardown),
     };
 
     if (!nwb_test_clickhouse_available(why, sizeof why)) {
