@@ -211,6 +211,33 @@ static void wait_run_complete(struct fixture *f, const char *run, size_t want_li
     free(expect);
 }
 
+/* Wait until nwb_runs holds @p run's row with @p records records and log.txt's size. */
+static void wait_run_row(struct fixture *f, const char *run, unsigned long long records)
+{
+    const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    char path[1024], sql[256], want[128], got[256] = "";
+    size_t len = 0;
+    char *text;
+
+    assert_int_equal(nwb_test_find_run_log(f->out, PROGRAM, run, path, sizeof path), 0);
+    text = nwb_test_read_file(path, &len);
+    assert_non_null(text);
+    free(text);
+    snprintf(want, sizeof want, "%llu\t%zu\t1\n", records, len);
+    snprintf(sql, sizeof sql,
+             "SELECT records, log_bytes, count() FROM nwb.nwb_runs FINAL WHERE program = '" PROGRAM
+             "' AND run = '%s' GROUP BY records, log_bytes",
+             run);
+    while (nwb_test_now_ms() < deadline) {
+        if (nwb_test_clickhouse_query(&f->ch, sql, NULL, 0, got, sizeof got) == 200 &&
+            strcmp(got, want) == 0) {
+            return;
+        }
+        poll(NULL, 0, 50);
+    }
+    fail_msg("nwb_runs for %s: '%s', expected '%s'", run, got, want);
+}
+
 static long long metric_value(struct fixture *f, const char *name)
 {
     char body[65536];
@@ -248,6 +275,8 @@ static void test_forward_e2e_exactly_once_across_restarts(void **state)
     log_finish(&p);
     wait_run_complete(f, "phase1", FIRST_LINES);
     assert_int_equal(metric_value(f, "nwb_forward_up"), 1);
+    /* The run's row follows its counters (written within a second of its last batch). */
+    wait_run_row(f, "phase1", FIRST_LINES);
 
     /* 2. ClickHouse killed: ingest goes on (nwb-log delivers, exit 0), the backlog waits in
      * log.txt and shows in /metrics; after the restart it arrives once. */

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "nwb/error.h"
+
+#include "../read_int.h"
 #include "ch_rows.h"
 
 static const char *const level_name[] = {"INFO", "WARNING", "ERROR", "FATAL"};
@@ -83,6 +85,31 @@ int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t 
     err |= nwb_buf_appendf(b, "\t%" PRIu32 "\t", l->line);
     err |= nwb__ch_tsv_str(b, l->msg, l->msg_len);
     err |= nwb_buf_append(b, "\n", 1);
+    if (err != 0) {
+        b->len = start;
+        return NWB_ETOOBIG;
+    }
+    return 0;
+}
+
+int nwb__ch_run_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run,
+                    const struct nwb__run_info *info, uint64_t updated_ns)
+{
+    const size_t start = b->len;
+    int err = 0;
+
+    err |= nwb__ch_tsv_str(b, run->program, strlen(run->program));
+    err |= nwb_buf_append(b, "\t", 1);
+    err |= nwb__ch_tsv_str(b, run->run, strlen(run->run));
+    err |= nwb_buf_append(b, "\t", 1);
+    err |= nwb__ch_tsv_str(b, run->host, strlen(run->host));
+    err |= nwb_buf_append(b, "\t", 1);
+    err |= nwb__ch_tsv_str(b, run->run_dir, strlen(run->run_dir));
+    err |= nwb_buf_appendf(b,
+                           "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+                           "\t0\t0\t0\t%" PRIu64 "\t%" PRIu64 "\n",
+                           info->started_ns / 1000000000u, info->last_activity_ns / 1000000000u,
+                           info->records, info->drops, info->log_bytes, info->crashes, updated_ns);
     if (err != 0) {
         b->len = start;
         return NWB_ETOOBIG;

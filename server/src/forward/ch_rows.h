@@ -33,4 +33,15 @@ int nwb__ch_tsv_str(nwb_buf_t *b, const char *s, size_t len);
 int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t offset,
                     const struct nwb__fwd_line *l);
 
+struct nwb__run_info; /* read_int.h */
+
+/**
+ * Append one nwb_runs row (NWB__CH_RUNS_COLUMNS, ending in '\n') for run @p info as the
+ * server's files describe it, sent at @p updated_ns (the version that keeps the newest).
+ * The telemetry summary (frames, p50, p99) is 0 for now. Returns 0, or NWB_ETOOBIG with @p b
+ * unchanged.
+ */
+int nwb__ch_run_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run,
+                    const struct nwb__run_info *info, uint64_t updated_ns);
+
 #endif /* NWB_CH_ROWS_H */

@@ -24,6 +24,11 @@
     "program, run, host, run_dir, offset, time, time_ns, level, thread_id, thread_name, file, "    \
     "line, message"
 
+/** The columns of one nwb_runs row, in the order the forwarder sends them. */
+#define NWB__CH_RUNS_COLUMNS                                                                       \
+    "program, run, host, run_dir, started, last_activity, records, drops, log_bytes, frames, "     \
+    "frame_p50_ms, frame_p99_ms, crashes, updated_ns"
+
 /**
  * 0 when @p db is a database name the schema can use, else NWB_ECONFIG with a one-line reason
  * in @p err (e.g. "database name 'a-b' has a byte other than A-Z, a-z, 0-9 and _").

@@ -41,6 +41,8 @@
 #define INSERT_WHAT "an insert"
 /* Bytes of one failure's text: host, port and errno text, or a reason and what was refused. */
 #define FAILURE_MAX 512
+/* Bytes of the nwb_runs rows of one pass (about 250 a run: every run of a full run index). */
+#define RUN_ROWS_MAX (32u * 1024u * 1024u)
 
 struct nwb__forwarder {
     pthread_t thread;
@@ -64,6 +66,12 @@ struct nwb__forwarder {
     /* the pass in progress */
     uint64_t pass_bytes_behind, pass_records_behind;
     uint64_t pass_oldest_s; /* 0: none */
+    int dry; /* ClickHouse unreachable: a pass that only measures the backlog, sends nothing */
+    /* nwb_runs: a row for each run whose files changed at or after runs_since_ns (wall
+     * clock; 0 at start, so every run once), sent at the end of a pass. */
+    nwb_buf_t run_rows;
+    uint64_t runs_since_ns;
+    char runs_sql[256];
 };
 
 static void log_failure(struct nwb__forwarder *f, const char *line)
@@ -284,7 +292,8 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
                 break; /* an incomplete last line: wait for its end */
             }
         }
-        if (lines > 0 && post(f, f->insert_sql, f->rows.data, f->rows.len, INSERT_WHAT) != 0) {
+        if (lines > 0 &&
+            (f->dry || post(f, f->insert_sql, f->rows.data, f->rows.len, INSERT_WHAT) != 0)) {
             note_behind(f, (uint64_t)st.st_size - offset, lines, first_s);
             rc = -1;
             break;
@@ -308,11 +317,56 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
     return rc;
 }
 
+static uint64_t mtime_ns_of(const struct stat *st)
+{
+    return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* Add run @p name's nwb_runs row when its log or counters changed since runs_since_ns.
+ * Returns -1 when the rows buffer is full (the row was not added), else 0. */
+static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_ns)
+{
+    char dir[4096 + 300];
+    struct nwb__run_info info;
+    struct nwb__ch_run_ident ident;
+    struct stat st;
+    uint64_t changed = 0;
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s/runs/%s", f->out_dir, name);
+    int rc = 0;
+
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    if (fstatat(fd, "log.txt", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        changed = mtime_ns_of(&st);
+    }
+    if (fstatat(fd, NWB__RUN_COUNTERS_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        mtime_ns_of(&st) > changed) {
+        changed = mtime_ns_of(&st);
+    }
+    if ((f->runs_since_ns == 0 || changed >= f->runs_since_ns) &&
+        nwb__run_info_load(fd, name, &info) == 0) {
+        ident.program = info.program;
+        ident.run = info.run;
+        ident.host = f->host;
+        ident.run_dir = name;
+        rc = nwb__ch_run_row(&f->run_rows, &ident, &info, now_ns) != 0 ? -1 : 0;
+    }
+    close(fd);
+    return rc;
+}
+
 /* One pass over runs/. Returns -1 when an insert failed, 1 when runs have more, else 0. */
 static int pass(struct nwb__forwarder *f)
 {
     char runs[4096 + 16];
     DIR *d;
+    uint64_t pass_ns;
+    int rows_full = 0;
+    const int was_dry = f->dry;
     int rc = 0;
 
     f->pass_bytes_behind = 0;
@@ -323,22 +377,47 @@ static int pass(struct nwb__forwarder *f)
     if (d == NULL) {
         return 0;
     }
+    {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        pass_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    nwb_buf_reset(&f->run_rows);
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
         int r;
 
         if (e->d_name[0] == '.') {
             continue;
         }
-        r = rc == -1 ? 0 : forward_run(f, e->d_name);
-        if (rc == -1) {
-            /* After a failure only count what waits; no more inserts this pass. */
-            continue;
-        }
-        if (r != 0) {
+        r = forward_run(f, e->d_name);
+        if (r == -1) {
+            /* After a failure the rest of the pass only measures what waits: nothing more is
+             * sent until the backoff has passed. */
+            rc = -1;
+            f->dry = 1;
+        } else if (r != 0 && rc != -1) {
             rc = r;
+        }
+        if (!f->dry && nwb__run_id_valid(e->d_name, strlen(e->d_name)) &&
+            run_row_add(f, e->d_name, pass_ns) != 0) {
+            rows_full = 1;
         }
     }
     closedir(d);
+    f->dry = was_dry;
+    if (rc != -1 && f->run_rows.len > 0) {
+        if (post(f, f->runs_sql, f->run_rows.data, f->run_rows.len, INSERT_WHAT) != 0) {
+            rc = -1;
+        } else if (!rows_full) {
+            /* A change during the pass is seen again by the next one (>=): sent twice at
+             * worst, which the newest updated_ns collapses. Rows that did not fit keep
+             * runs_since_ns where it was, so the next pass sends them. */
+            f->runs_since_ns = pass_ns;
+        }
+    } else if (rc != -1 && !rows_full) {
+        f->runs_since_ns = pass_ns;
+    }
     pthread_mutex_lock(&f->mu);
     f->stats.bytes_behind = f->pass_bytes_behind;
     f->stats.records_behind = f->pass_records_behind;
@@ -367,6 +446,12 @@ static void *forwarder_main(void *arg)
         if (!f->schema_ok) {
             f->schema_ok = ensure_schema(f) == 0;
             r = f->schema_ok ? 0 : -1;
+            if (!f->schema_ok) {
+                /* Keep /metrics' backlog current while nothing can be sent. */
+                f->dry = 1;
+                (void)pass(f);
+                f->dry = 0;
+            }
         }
         if (f->schema_ok) {
             r = pass(f);
@@ -433,6 +518,10 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
     f->backoff_ms = NWB__FWD_BACKOFF_FIRST_MS;
     nwb_buf_init(&f->rows, ROWS_BUF_MAX);
     nwb_buf_init(&f->answer, NWB__CH_ANSWER_KEEP);
+    nwb_buf_init(&f->run_rows, RUN_ROWS_MAX);
+    snprintf(f->runs_sql, sizeof(f->runs_sql),
+             "INSERT INTO %s.nwb_runs (" NWB__CH_RUNS_COLUMNS ") FORMAT TabSeparated",
+             f->http.database);
     f->chunk = nwb_malloc(NWB__FWD_BATCH_BYTES);
     if (f->chunk == NULL) {
         nwb_free(f);
@@ -480,6 +569,7 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     nwb__ch_http_close(&f->http);
     nwb_buf_cleanup(&f->rows);
     nwb_buf_cleanup(&f->answer);
+    nwb_buf_cleanup(&f->run_rows);
     nwb_free(f->chunk);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
