@@ -193,6 +193,8 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
     char program[128], run[160];
     struct nwb__ch_run_ident ident;
     struct stat st;
+    uint8_t state[NWB__RUN_STATE_SIZE + 1];
+    size_t state_len;
     uint64_t offset = 0;
     int fd, cerr;
     int rc = 0;
@@ -202,6 +204,23 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
     }
     snprintf(dir, sizeof(dir), "%s/runs/%s", f->out_dir, name);
     snprintf(log_path, sizeof(log_path), "%s/log.txt", dir);
+    {
+        /* The state first, then the size (server_int.h): only whole batches are sent, so a
+         * batch cut short by a crash, which the server removes at its next start, never
+         * reaches ClickHouse. */
+        char state_path[4096 + 320];
+        int sfd;
+
+        snprintf(state_path, sizeof(state_path), "%s/" NWB__RUN_STATE_FILE, dir);
+        sfd = open(state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        state_len = 0;
+        if (sfd >= 0) {
+            const ssize_t n = pread(sfd, state, sizeof(state), 0);
+
+            state_len = n > 0 ? (size_t)n : 0;
+            close(sfd);
+        }
+    }
     fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         return 0;
@@ -210,6 +229,7 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
         close(fd);
         return 0;
     }
+    st.st_size = (off_t)nwb__run_state_durable_end(state, state_len, (uint64_t)st.st_size);
     cerr = nwb__fwd_cursor_read(dir, &offset);
     if (cerr == NWB_EPROTO) {
         nwb__console("warning: runs/%s/" NWB__FWD_CURSOR_NAME
