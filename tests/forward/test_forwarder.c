@@ -266,16 +266,31 @@ static long long wait_failures(struct nwb__forwarder *fw, uint64_t n)
     }
 }
 
+/* Start a forwarder that every request will be refused to; return once it tried twice, after
+ * checking the second try came after the first backoff at the earliest (no loop). */
+static struct nwb__forwarder *start_refused(const struct nwb__fwd_config *cfg,
+                                            struct nwb__fwd_stats *st)
+{
+    struct nwb__forwarder *fw = NULL;
+    char err[256];
+    const long long first = nwb_test_now_ms();
+
+    assert_int_equal(nwb__forwarder_start(cfg, &fw, err, sizeof err), 0);
+    (void)wait_failures(fw, 1);
+    assert_true(wait_failures(fw, 2) - first >= NWB__FWD_BACKOFF_FIRST_MS);
+    nwb__forwarder_stats(fw, st);
+    return fw;
+}
+
 /* A table of another shape and a wrong password: refused, counted, retried with backoff (not
  * in a loop), nothing acknowledged; with the right password and the table fixed it delivers. */
 static void test_forwarder_refused_inserts_back_off(void **state)
 {
     struct fixture *f = *state;
-    char out[2048], url[160], err[256];
+    char out[2048], url[160];
     struct nwb__fwd_config cfg = {NULL, NWB_TEST_CLICKHOUSE_USER, "wrong-password", f->out, "h"};
     struct nwb__forwarder *fw = NULL;
     struct nwb__fwd_stats st;
-    long long first, second;
 
     /* The other shape: nwb_logs without most columns. */
     assert_int_equal(
@@ -290,26 +305,14 @@ static void test_forwarder_refused_inserts_back_off(void **state)
     append_lines(f, 10);
 
     /* Wrong password: every request is refused (18.16 answers 401, code 193). */
-    first = nwb_test_now_ms();
-    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
-    (void)wait_failures(fw, 1);
-    second = wait_failures(fw, 2);
-    /* The second try comes after the first backoff at the earliest: no loop. */
-    assert_true(second - first >= NWB__FWD_BACKOFF_FIRST_MS);
-    nwb__forwarder_stats(fw, &st);
+    fw = start_refused(&cfg, &st);
     assert_int_equal(st.up, 0);
     assert_true(st.records_total == 0);
     nwb__forwarder_stop(fw);
 
     /* The right password, the table of another shape: the insert is refused. */
     cfg.password = NWB_TEST_CLICKHOUSE_PASSWORD;
-    first = nwb_test_now_ms();
-    assert_int_equal(nwb__forwarder_start(&cfg, &fw, err, sizeof err), 0);
-    (void)wait_failures(fw, 1);
-    second = wait_failures(fw, 2);
-    /* The second try comes after the first backoff at the earliest: no loop. */
-    assert_true(second - first >= NWB__FWD_BACKOFF_FIRST_MS);
-    nwb__forwarder_stats(fw, &st);
+    fw = start_refused(&cfg, &st);
     assert_true(st.records_total == 0 && st.records_behind == 10 && st.bytes_behind > 0);
     assert_int_equal(nwb_test_clickhouse_count(&f->ch, "SELECT count() FROM other.nwb_logs"), 0);
 

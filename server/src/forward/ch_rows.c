@@ -62,11 +62,9 @@ int nwb__ch_tsv_str(nwb_buf_t *b, const char *s, size_t len)
     return 0;
 }
 
-int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t offset,
-                    const struct nwb__fwd_line *l)
+/* "program\trun\thost\trun_dir", the first four columns of every table's rows. */
+static int put_ident(nwb_buf_t *b, const struct nwb__ch_run_ident *run)
 {
-    const size_t start = b->len;
-    const char *const level = l->level < 4 ? level_name[l->level] : "INFO";
     int err = 0;
 
     err |= nwb__ch_tsv_str(b, run->program, strlen(run->program));
@@ -76,6 +74,17 @@ int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t 
     err |= nwb__ch_tsv_str(b, run->host, strlen(run->host));
     err |= nwb_buf_append(b, "\t", 1);
     err |= nwb__ch_tsv_str(b, run->run_dir, strlen(run->run_dir));
+    return err;
+}
+
+int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t offset,
+                    const struct nwb__fwd_line *l)
+{
+    const size_t start = b->len;
+    const char *const level = l->level < 4 ? level_name[l->level] : "INFO";
+    int err = 0;
+
+    err |= put_ident(b, run);
     /* time as Unix seconds: read as UTC whatever the server's own time zone. */
     err |= nwb_buf_appendf(b, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu32 "\t%s\t%" PRIu64 "\t", offset,
                            l->time_s, l->time_ns, level, l->thread_id);
@@ -98,13 +107,7 @@ int nwb__ch_run_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run,
     const size_t start = b->len;
     int err = 0;
 
-    err |= nwb__ch_tsv_str(b, run->program, strlen(run->program));
-    err |= nwb_buf_append(b, "\t", 1);
-    err |= nwb__ch_tsv_str(b, run->run, strlen(run->run));
-    err |= nwb_buf_append(b, "\t", 1);
-    err |= nwb__ch_tsv_str(b, run->host, strlen(run->host));
-    err |= nwb_buf_append(b, "\t", 1);
-    err |= nwb__ch_tsv_str(b, run->run_dir, strlen(run->run_dir));
+    err |= put_ident(b, run);
     err |= nwb_buf_appendf(b,
                            "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
                            "\t0\t0\t0\t%" PRIu64 "\t%" PRIu64 "\n",
