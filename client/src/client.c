@@ -118,6 +118,7 @@ int nwb_client_create(const nwb_client_config_t *cfg, nwb_client_t **out, char *
     }
     c->gen = gen;
     c->efd = -1;
+    nwb__clock_init(&c->clock);
     rc = nwb__settings_resolve(cfg, &c->s, &explicit_server, errbuf, errlen);
     if (rc != 0) {
         goto fail_free;

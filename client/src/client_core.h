@@ -14,6 +14,7 @@
 
 #include "nwb/log.h"
 
+#include "client_clock.h"
 #include "client_int.h"
 #include "client_ring.h"
 
@@ -40,6 +41,8 @@ struct nwb__worker;
 
 struct nwb_client {
     uint64_t gen; /* unique per client in this process; producers compare it */
+    /* The calls' stamps (client_clock.h): producers read clock.tsc, the worker owns the rest. */
+    struct nwb__clock clock;
     struct nwb__settings s;
     struct nwb__stats st;
     struct nwb__out *out;

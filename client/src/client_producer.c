@@ -52,7 +52,9 @@ struct producer {
     struct producer *next;
 };
 
-static _Thread_local struct producer tls_producer;
+/* initial-exec: the thread pointer plus a fixed offset, never a __tls_get_addr call (the model
+ * a shared libnwb_client takes static TLS for; docs/client.md, "Threading model"). */
+static _Thread_local struct producer tls_producer __attribute__((tls_model("initial-exec")));
 
 static struct {
     _Atomic(struct nwb_client *) live; /* the client calls go to, or NULL */
@@ -95,14 +97,6 @@ void nwb__barrier_heavy(void)
     if (!G.fence) {
         (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0);
     }
-}
-
-static inline uint64_t wall_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Producer-only counters: a relaxed load and store, no locked instruction. */
@@ -492,7 +486,7 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
                         const char *msg, size_t len)
 {
     struct nwb__ring *r = p->ring;
-    uint64_t now = wall_ns();
+    uint64_t now = nwb__clock_stamp(&c->clock);
     size_t max;
     uint8_t flags = 0;
     uint32_t size;
@@ -503,7 +497,7 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
         drop_no_ring(c);
         return;
     }
-    max = r->rec_max - NWB__REC_HDR;
+    max = r->prec_max - NWB__REC_HDR;
     if (max > NWB_LOG_RECORD_MSG_MAX) {
         max = NWB_LOG_RECORD_MSG_MAX;
     }
@@ -565,13 +559,13 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
         drop_no_ring(c);
     } else {
         /* Too long for the stack buffer: format straight into the ring. */
-        max = r->rec_max - NWB__REC_HDR - 1u;
+        max = r->prec_max - NWB__REC_HDR - 1u;
         if (max > NWB_LOG_RECORD_MSG_MAX) {
             max = NWB_LOG_RECORD_MSG_MAX;
         }
         len = (size_t)n > max ? max : (size_t)n;
         size = round8(NWB__REC_HDR + len + 1u);
-        now = wall_ns();
+        now = nwb__clock_stamp(&c->clock);
         dst = reserve(c, p, r, size, now);
         if (dst != NULL) {
             h = (struct nwb__rec *)(void *)dst;
@@ -593,6 +587,51 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
     va_end(aq);
 }
 
+/*
+ * The site's precomputed layout (nwb_log_site_t.slot_bytes, nstrs, layout):
+ * LAYOUT_DIRECT when every string is a plain %s (its length is strnlen's, up
+ * to NWB__STR_MAX) and the largest record the site can make is at most
+ * DIRECT_MAX bytes, so a call can reserve that worst case up front and write
+ * its arguments straight into the ring in one walk (record_args_direct).
+ */
+#define LAYOUT_GENERIC 0u
+#define LAYOUT_DIRECT  1u
+#define DIRECT_MAX     (16u * 1024u)
+
+static void layout_prepare(nwb_log_site_t *site)
+{
+    unsigned bytes = 0;
+    unsigned nstrs = 0;
+    unsigned layout = LAYOUT_DIRECT;
+
+    for (unsigned i = 0; i < site->nargs; i++) {
+        switch (site->kinds[i]) {
+        case NWB__ARG_LDOUBLE:
+            bytes += 16u;
+            break;
+        case NWB__ARG_STR:
+            nstrs++;
+            bytes += 8u;
+            break;
+        case NWB__ARG_STR_PSTAR:
+        case NWB__ARG_STR_PLIT:
+            nstrs++;
+            bytes += 8u;
+            layout = LAYOUT_GENERIC; /* the length depends on a precision */
+            break;
+        default:
+            bytes += 8u;
+            break;
+        }
+    }
+    if (NWB__REC_HDR + bytes + nstrs * (NWB__STR_MAX + 1u) + 7u > DIRECT_MAX) {
+        layout = LAYOUT_GENERIC;
+    }
+    site->slot_bytes = (uint16_t)bytes;
+    site->nstrs = (uint8_t)nstrs;
+    site->layout = (uint8_t)layout;
+}
+
 /* Parse the site's format once; threads that lose the race parse into @p local. */
 static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
                                           const uint8_t **kinds, unsigned *nargs)
@@ -605,6 +644,9 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         st = nwb__fmt_parse(site->fmt, site->kinds, &n);
         site->nargs = n;
+        if (st == NWB_LOG_SITE_READY) {
+            layout_prepare(site);
+        }
         __atomic_store_n(&site->state, st, __ATOMIC_RELEASE);
         *kinds = site->kinds;
         *nargs = n;
@@ -621,8 +663,174 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
     return st;
 }
 
+/*
+ * Store one non-string argument of @p kind from @p ap into @p slot (8 bytes;
+ * 16 for long double). Returns the bytes written. The one place that knows
+ * each kind's C type: both walks of the arguments call it.
+ */
+static inline unsigned scalar_put(uint8_t *slot, unsigned kind, va_list *ap)
+{
+    switch (kind) {
+    case NWB__ARG_INT: {
+        const int64_t v = va_arg(*ap, int); /* sign-extended; render reads the low int */
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LONG: {
+        const long v = va_arg(*ap, long);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LLONG: {
+        const long long v = va_arg(*ap, long long);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_SIZE: {
+        const size_t v = va_arg(*ap, size_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_INTMAX: {
+        const intmax_t v = va_arg(*ap, intmax_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_PTRDIFF: {
+        const ptrdiff_t v = va_arg(*ap, ptrdiff_t);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_DOUBLE: {
+        const double v = va_arg(*ap, double);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    case NWB__ARG_LDOUBLE: {
+        const long double v = va_arg(*ap, long double);
+
+        memset(slot, 0, 16);
+        memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
+        return 16;
+    }
+    default: { /* NWB__ARG_PTR */
+        void *const v = va_arg(*ap, void *);
+
+        memcpy(slot, &v, 8);
+        return 8;
+    }
+    }
+}
+
+static inline int kind_is_string(unsigned kind)
+{
+    return kind >= NWB__ARG_STR;
+}
+
+/*
+ * Copy @p len bytes reading only [src, src + len). Strings in log calls are
+ * short: fixed-size (overlapping) moves the compiler emits as register
+ * loads and stores, where a variable memcpy here became `rep movsq`, whose
+ * start-up cost was a sixth of the call (perf annotate).
+ */
+static inline void copy_short(uint8_t *dst, const char *src, size_t len)
+{
+    if (len >= 16u) {
+        size_t i = 0;
+
+        for (; i + 16u < len; i += 16u) {
+            memcpy(dst + i, src + i, 16);
+        }
+        memcpy(dst + len - 16u, src + len - 16u, 16);
+    } else if (len >= 8u) {
+        memcpy(dst, src, 8);
+        memcpy(dst + len - 8u, src + len - 8u, 8);
+    } else if (len >= 4u) {
+        memcpy(dst, src, 4);
+        memcpy(dst + len - 4u, src + len - 4u, 4);
+    } else {
+        for (size_t i = 0; i < len; i++) {
+            dst[i] = (uint8_t)src[i];
+        }
+    }
+}
+
+/*
+ * The fast path of a READY LAYOUT_DIRECT site: reserve the site's worst case
+ * (every string NWB__STR_MAX long), then walk the arguments once, writing
+ * slots and strings straight into the ring, and publish the actual size.
+ * Returns 0 without touching @p ap when the worst case does not fit right
+ * now (or a drop note is due): the caller takes the general path.
+ */
+static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
+                                     nwb_log_site_t *site, va_list *ap)
+{
+    const unsigned nargs = site->nargs;
+    const uint32_t worst =
+        round8(NWB__REC_HDR + site->slot_bytes + site->nstrs * (NWB__STR_MAX + 1u));
+    const uint64_t now = nwb__clock_stamp(&c->clock);
+    uint8_t *dst;
+    uint8_t *slot;
+    uint8_t *str;
+    struct nwb__rec *h;
+    uint32_t size;
+
+    if (NWB_UNLIKELY(r->pending_drops != 0 || worst > r->prec_max)) {
+        return 0;
+    }
+    dst = nwb__ring_reserve(r, worst);
+    if (NWB_UNLIKELY(dst == NULL)) {
+        return 0;
+    }
+    slot = dst + NWB__REC_HDR;
+    str = slot + site->slot_bytes;
+    for (unsigned i = 0; i < nargs; i++) {
+        if (!kind_is_string(site->kinds[i])) {
+            slot += scalar_put(slot, site->kinds[i], ap);
+            continue;
+        }
+        { /* NWB__ARG_STR: the only string kind of a DIRECT site */
+            const char *s = va_arg(*ap, const char *);
+            uint32_t len = 0;
+            uint32_t sflags = NWB__STR_NULL;
+
+            if (s != NULL) {
+                len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
+                sflags = 0;
+                if (len > NWB__STR_MAX) {
+                    len = NWB__STR_MAX;
+                    sflags = NWB__STR_TRUNCATED;
+                }
+                copy_short(str, s, len);
+            }
+            memcpy(slot, &len, 4);
+            memcpy(slot + 4, &sflags, 4);
+            str[len] = '\0';
+            str += len + 1u;
+            slot += 8;
+        }
+    }
+    size = round8((size_t)(str - dst));
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_ARGS;
+    h->flags = 0;
+    h->aux = site->slot_bytes;
+    h->site = site;
+    h->time_ns = now;
+    publish(c, r, size);
+    return 1;
+}
+
 /* The deferred path: capture the raw arguments. */
-static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list ap)
+static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list *ap)
 {
     struct nwb__ring *r = p->ring;
     _Alignas(16) uint8_t slots[NWB_LOG_MAX_ARGS * 16];
@@ -644,6 +852,11 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint8_t *dst;
     struct nwb__rec *h;
 
+    /* The layout is only read after this thread's acquire load saw READY. */
+    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && site->layout == LAYOUT_DIRECT && r != NULL) &&
+        record_args_direct(c, r, site, ap)) {
+        return;
+    }
     if (NWB_UNLIKELY(state != NWB_LOG_SITE_READY)) {
         if (state == NWB_LOG_SITE_COMPLEX) {
             nargs = 0;
@@ -651,7 +864,7 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
             state = site_prepare(site, local, &kinds, &nargs);
         }
         if (state == NWB_LOG_SITE_COMPLEX) {
-            record_complex(c, p, site, kinds[0], ap);
+            record_complex(c, p, site, kinds[0], *ap);
             return;
         }
     }
@@ -662,78 +875,20 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     for (unsigned i = 0; i < nargs; i++) {
         uint8_t *slot = slots + so;
 
-        switch (kinds[i]) {
-        case NWB__ARG_INT: {
-            const int v = va_arg(ap, int);
-            const int64_t wide = v;
+        if (!kind_is_string(kinds[i])) {
+            const unsigned n = scalar_put(slot, kinds[i], ap);
 
-            memcpy(slot, &wide, 8); /* the low bytes on little-endian; render reads an int */
-            if (sizeof(int) != 8) {
-                memcpy(slot, &v, sizeof(v));
+            if (kinds[i] == NWB__ARG_INT) {
+                int v;
+
+                memcpy(&v, slot, sizeof(v)); /* the low bytes on little-endian */
+                last_int = v;
             }
-            last_int = v;
-            so += 8;
-            break;
+            so += n;
+            continue;
         }
-        case NWB__ARG_LONG: {
-            const long v = va_arg(ap, long);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_LLONG: {
-            const long long v = va_arg(ap, long long);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_SIZE: {
-            const size_t v = va_arg(ap, size_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_INTMAX: {
-            const intmax_t v = va_arg(ap, intmax_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_PTRDIFF: {
-            const ptrdiff_t v = va_arg(ap, ptrdiff_t);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_DOUBLE: {
-            const double v = va_arg(ap, double);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        case NWB__ARG_LDOUBLE: {
-            const long double v = va_arg(ap, long double);
-
-            memset(slot, 0, 16);
-            memcpy(slot, &v, sizeof(v) < 16 ? sizeof(v) : 16);
-            so += 16;
-            break;
-        }
-        case NWB__ARG_PTR: {
-            void *const v = va_arg(ap, void *);
-
-            memcpy(slot, &v, sizeof(v));
-            so += 8;
-            break;
-        }
-        default: { /* the three string kinds */
-            const char *s = va_arg(ap, const char *);
+        { /* the three string kinds */
+            const char *s = va_arg(*ap, const char *);
             uint32_t sflags = 0;
             size_t len = 0;
 
@@ -766,14 +921,12 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
             ns++;
             strbytes += len + 1u;
             so += 8;
-            break;
-        }
         }
     }
     total = NWB__REC_HDR + so + strbytes;
-    if (NWB_UNLIKELY(total > r->rec_max)) {
+    if (NWB_UNLIKELY(total > r->prec_max)) {
         /* Cut strings from the last one back until the record fits its bound. */
-        size_t over = total - r->rec_max;
+        size_t over = total - r->prec_max;
 
         for (unsigned j = ns; j-- > 0 && over > 0;) {
             const uint32_t cut = sl[j] < over ? sl[j] : (uint32_t)over;
@@ -791,7 +944,7 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
         total = NWB__REC_HDR + so + strbytes;
     }
     size = round8(total);
-    now = wall_ns();
+    now = nwb__clock_stamp(&c->clock);
     dst = reserve(c, p, r, size, now);
     if (dst == NULL) {
         return;
@@ -836,7 +989,11 @@ static void op_write(void *self, nwb_log_site_t *site, va_list ap)
         if (NWB_UNLIKELY(p->gen != c->gen)) {
             producer_attach(p, c);
         }
-        record_args(c, p, site, ap);
+        va_list aq; /* record_args walks a copy by pointer (C11 7.16: ap itself is a parameter) */
+
+        va_copy(aq, ap);
+        record_args(c, p, site, &aq);
+        va_end(aq);
         call_leave(p);
         return;
     }

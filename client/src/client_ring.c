@@ -3,12 +3,18 @@
  * client_ring.c - creating and freeing the per-thread rings (client_ring.h).
  * One allocation holds the 64-byte aligned ring header and its buffer.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "nwb/alloc.h"
 #include "nwb/log_batch.h"
 
 #include "client_ring.h"
+
+/* Everything a call reads or writes in the header sits on its first cache line. */
+_Static_assert(offsetof(struct nwb__ring, prec_max) + sizeof(uint32_t) <= 64,
+               "the producer's fields must fit one cache line");
+_Static_assert(offsetof(struct nwb__ring, tail) == 64, "tail starts the second line");
 
 uint64_t nwb__ring_size_round(size_t want)
 {
@@ -54,6 +60,9 @@ struct nwb__ring *nwb__ring_create(uint64_t cap, uint64_t thread_id)
         rec_max = NWB__REC_HDR + NWB_LOG_RECORD_MSG_MAX + 8u;
     }
     r->rec_max = (uint32_t)rec_max;
+    r->pbuf = r->buf;
+    r->pmask = (uint32_t)r->mask; /* NWB__RING_MAX fits 32 bits */
+    r->prec_max = r->rec_max;
     r->thread_id = thread_id;
     r->alloc_base = base;
     return r;

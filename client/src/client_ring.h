@@ -36,7 +36,7 @@ struct nwb__rec {
     uint8_t flags;        /* NWB_LOG_RECORD_* decided by the producer (TRUNCATED) */
     uint16_t aux;         /* ARGS: bytes of the slot area; TEXT: tail padding after the message */
     nwb_log_site_t *site; /* NULL for DROPNOTE */
-    uint64_t time_ns;     /* CLOCK_REALTIME when the call was made */
+    uint64_t time_ns;     /* the call's stamp: TSC ticks or CLOCK_REALTIME ns (client_clock.h) */
 };
 
 #define NWB__REC_HDR ((uint32_t)sizeof(struct nwb__rec))
@@ -49,6 +49,11 @@ struct nwb__ring {
     uint64_t pending_drops;                 /* dropped since the last record that fit */
     atomic_uint_fast64_t accepted;          /* records taken (read by stats) */
     atomic_uint_fast64_t dropped;           /* records dropped (read by stats) */
+    /* The producer's copies of buf, mask and rec_max below: a call touches this one line of
+     * the ring's header (the worker reads its own copies, off the line the producer writes). */
+    uint8_t *pbuf;
+    uint32_t pmask;
+    uint32_t prec_max;
 
     /* Consumer side: written only by the worker, read by a producer that needs room. Alone on
      * its line: the worker's private cursors below change on every record, tail only every
@@ -103,25 +108,26 @@ static inline uint64_t nwb__ring_used(struct nwb__ring *r)
 static inline uint8_t *nwb__ring_reserve(struct nwb__ring *r, uint32_t size)
 {
     const uint64_t head = r->head_local;
-    const uint64_t off = head & r->mask;
-    const uint64_t to_end = r->cap - off;
+    const uint64_t cap = (uint64_t)r->pmask + 1u;
+    const uint64_t off = head & r->pmask;
+    const uint64_t to_end = cap - off;
     const uint64_t need = size <= to_end ? size : size + to_end;
 
-    if (NWB_UNLIKELY(r->cap - (head - r->tail_cache) < need)) {
+    if (NWB_UNLIKELY(cap - (head - r->tail_cache) < need)) {
         r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (r->cap - (head - r->tail_cache) < need) {
+        if (cap - (head - r->tail_cache) < need) {
             return NULL;
         }
     }
     if (NWB_UNLIKELY(size > to_end)) {
-        struct nwb__rec *pad = (struct nwb__rec *)(void *)(r->buf + off);
+        struct nwb__rec *pad = (struct nwb__rec *)(void *)(r->pbuf + off);
 
         pad->size = (uint32_t)to_end;
         pad->type = NWB__REC_PAD;
         r->head_local = head + to_end;
-        return r->buf;
+        return r->pbuf;
     }
-    return r->buf + off;
+    return r->pbuf + off;
 }
 
 /* Producer: publish the reserved record (and any PAD before it) with a release store. */

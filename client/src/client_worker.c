@@ -166,8 +166,8 @@ static void note_build(struct nwb__worker *w, uint64_t count, uint64_t time_ns,
     rec->file = "";
 }
 
-static void record_build(struct nwb__worker *w, const struct nwb__ring *r, const struct nwb__rec *h,
-                         nwb_log_record_t *rec)
+static void record_build(struct nwb__worker *w, const struct nwb__clock *clk,
+                         const struct nwb__ring *r, const struct nwb__rec *h, nwb_log_record_t *rec)
 {
     const uint8_t *payload = (const uint8_t *)h + NWB__REC_HDR;
     const nwb_log_site_t *site = h->site;
@@ -178,11 +178,11 @@ static void record_build(struct nwb__worker *w, const struct nwb__ring *r, const
         uint64_t count;
 
         memcpy(&count, payload, sizeof(count));
-        note_build(w, count, h->time_ns, r, rec);
+        note_build(w, count, nwb__clock_to_wall(clk, h->time_ns), r, rec);
         return;
     }
     memset(rec, 0, sizeof(*rec));
-    rec->time_ns = h->time_ns;
+    rec->time_ns = nwb__clock_to_wall(clk, h->time_ns);
     rec->thread_id = r->thread_id;
     rec->thread_name = r->thread_name;
     rec->thread_name_len = r->thread_name_len;
@@ -285,7 +285,7 @@ static int drain_all(struct nwb_client *c, struct nwb__worker *w)
         if (best == NULL) {
             break;
         }
-        record_build(w, best, bh, &rec);
+        record_build(w, &c->clock, best, bh, &rec);
         if (c->out->ops->append(c->out, &rec) == NWB_EFULL) {
             w->efull = 1;
             break;
@@ -551,6 +551,9 @@ static void *worker_main(void *arg)
             w->stopping = 1;
             w->deadline = nwb_time_mono_ns() + (uint64_t)NWB__CLOSE_DEADLINE_MS * 1000000u;
         }
+        /* First, before the rings and their heads are read: every stamp this round drains
+         * converts from an anchor taken before it (the first one may wait out calibration). */
+        nwb__clock_anchor_refresh(&c->clock);
         refresh_rings(c, w);
         names_refresh(w, nwb_time_mono_ns());
         flush_begin(c, w);

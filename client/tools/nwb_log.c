@@ -50,9 +50,9 @@ static const char usage[] =
 
 /* Sites without a source file, so the lines show only the message. */
 static nwb_log_site_t sites[3] = {
-    {NULL, "", 0, NWB_LOG_INFO, NWB_LOG_SITE_RAW, 0, 0, {0}},
-    {NULL, "", 0, NWB_LOG_WARNING, NWB_LOG_SITE_RAW, 0, 0, {0}},
-    {NULL, "", 0, NWB_LOG_ERROR, NWB_LOG_SITE_RAW, 0, 0, {0}},
+    {NULL, "", 0, NWB_LOG_INFO, NWB_LOG_SITE_RAW, 0, 0, {0}, 0, 0, 0},
+    {NULL, "", 0, NWB_LOG_WARNING, NWB_LOG_SITE_RAW, 0, 0, {0}, 0, 0, 0},
+    {NULL, "", 0, NWB_LOG_ERROR, NWB_LOG_SITE_RAW, 0, 0, {0}, 0, 0, 0},
 };
 
 static int parse_level(const char *s)

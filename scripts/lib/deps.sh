@@ -25,6 +25,10 @@
 #          playwright-core for the browser tests) when node_modules is missing or older than
 #          package-lock.json (nwb_deps_npm).
 #   browser: Debian's chromium, which the browser tests drive headless (no browser download).
+#   clickhouse: the real column store the forwarding tests (label "clickhouse", tests/forward)
+#          start on free loopback ports: Debian 12's clickhouse-server 18.16, and its
+#          clickhouse-client for looking at a test's data by hand (docs/operations.md,
+#          "Forwarding to ClickHouse").
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
     libcmocka-dev node-llhttp libdw-dev libdebuginfod-dev"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools elfutils"
@@ -35,6 +39,7 @@ NWB_DEPS_soak="curl procps"
 NWB_DEPS_fuzz="clang libclang-rt-14-dev"
 NWB_DEPS_viewer="nodejs"
 NWB_DEPS_browser="chromium"
+NWB_DEPS_clickhouse="clickhouse-server clickhouse-client"
 
 NWB_DEPS_VIEWER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/server/viewer"
 

@@ -15,6 +15,7 @@
 #include "nwb/log_line.h"
 #include "crash_int.h"
 #include "events_int.h"
+#include "forward/forwarder.h"
 #include "server_int.h"
 
 /* The status codes the server answers with; the last slot counts any other. */
@@ -55,6 +56,36 @@ static void metric(struct text *t, const char *name, const char *type, const cha
 static uint64_t uptime_s(const struct nwb_server *srv)
 {
     return (nwb_time_mono_ns() - srv->start_mono_ns) / 1000000000u;
+}
+
+/* --forward-clickhouse's counters (a locked snapshot: the forwarder thread writes them). */
+static void forward_part(struct nwb_server *srv, struct text *t)
+{
+    struct nwb__fwd_stats st;
+
+    if (srv->forwarder == NULL) {
+        return;
+    }
+    nwb__forwarder_stats(srv->forwarder, &st);
+    metric(t, "nwb_forward_up", "gauge",
+           "1 when ClickHouse answered the forwarder's last request with 200.", (uint64_t)st.up);
+    metric(t, "nwb_forward_records_total", "counter", "Log lines ClickHouse acknowledged.",
+           st.records_total);
+    metric(t, "nwb_forward_bytes_total", "counter", "log.txt bytes of those lines.",
+           st.bytes_total);
+    metric(t, "nwb_forward_inserts_total", "counter", "Inserts answered 200.", st.inserts_total);
+    metric(t, "nwb_forward_inserts_failed_total", "counter",
+           "Requests to ClickHouse refused or not answered.", st.inserts_failed);
+    metric(t, "nwb_forward_lines_skipped_total", "counter",
+           "log.txt lines the forwarder could not parse (never sent).", st.lines_skipped);
+    metric(t, "nwb_forward_bytes_behind", "gauge",
+           "log.txt bytes not yet acknowledged by ClickHouse, at the last pass.", st.bytes_behind);
+    metric(t, "nwb_forward_records_behind", "gauge",
+           "Complete lines read but not yet acknowledged, at the last pass.", st.records_behind);
+    TEXT_PUT(t,
+             "# HELP nwb_forward_seconds_behind Age of the oldest unacknowledged line.\n"
+             "# TYPE nwb_forward_seconds_behind gauge\nnwb_forward_seconds_behind %.3f\n",
+             st.seconds_behind);
 }
 
 /* The part only the loop thread may read (its plain counters). */
@@ -98,6 +129,7 @@ static void loop_part(struct nwb_server *srv, struct text *t)
            nwb__log_worker_outstanding(srv->worker));
     metric(t, "nwb_buffered_bytes", "gauge", "Request body bytes reserved in memory.",
            srv->budget_used);
+    forward_part(srv, t);
     metric(t, "nwb_namesym_names", "gauge", "Names in the current name-symbol table.",
            srv->names != NULL ? srv->names->count : 0);
     metric(t, "nwb_namesym_sidecars", "gauge", "Sidecars the current name-symbol table came from.",

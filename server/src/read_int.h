@@ -121,6 +121,9 @@ unsigned nwb__path_segments(const char *path, size_t len, const char *prefix);
  */
 int nwb__run_id_valid(const char *id, size_t len);
 
+/* @p n (at most 9) decimal digits at @p s as a number, or -1 when one is not a digit. */
+int nwb__decimal_digits(const char *s, unsigned n);
+
 /* A run id's parts: <program>_<YYYYmmdd-HHMMSS>_<run> (pointers into the id). */
 struct nwb__run_name {
     const char *program;

@@ -234,8 +234,7 @@ int nwb__run_id_valid(const char *id, size_t len)
     return 1;
 }
 
-/* @p n decimal digits at @p s as a number, or -1 when one is not a digit. */
-static int digits(const char *s, unsigned n)
+int nwb__decimal_digits(const char *s, unsigned n)
 {
     int v = 0;
 
@@ -252,8 +251,10 @@ static int digits(const char *s, unsigned n)
  * (1970-01-01T00:00:00Z to 2554-07-21T23:34:33Z): 1 with @p *ns. */
 static int compact_time(const char *s, uint64_t *ns)
 {
-    const int year = digits(s, 4), mon = digits(s + 4, 2), day = digits(s + 6, 2);
-    const int hour = digits(s + 9, 2), min = digits(s + 11, 2), sec = digits(s + 13, 2);
+    const int year = nwb__decimal_digits(s, 4), mon = nwb__decimal_digits(s + 4, 2),
+              day = nwb__decimal_digits(s + 6, 2);
+    const int hour = nwb__decimal_digits(s + 9, 2), min = nwb__decimal_digits(s + 11, 2),
+              sec = nwb__decimal_digits(s + 13, 2);
     struct tm tm, back;
     time_t t;
 

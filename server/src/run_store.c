@@ -34,12 +34,12 @@
  */
 #define STATE_MAGIC       0x5342574Eu /* "NWBS" */
 #define STATE_VERSION     1u
-#define STATE_SIZE        48u
+#define STATE_SIZE        NWB__RUN_STATE_SIZE
 #define STATE_HAS_LAST    0x1u /* last_seq is valid */
 #define STATE_PENDING     0x2u /* a batch was being written */
 #define STATE_PENDING_SEQ 0x4u /* ... and it carried pending_seq */
 #define STATE_FINAL       0x8u /* ... and this piece was its last */
-#define STATE_FILE        ".nwb-state"
+#define STATE_FILE        NWB__RUN_STATE_FILE
 #define LOG_FILE          "log.txt"
 #define DIR_NAME_MAX      NWB__RUN_DIR_MAX
 
@@ -284,6 +284,30 @@ static void state_encode(uint8_t *b, const struct nwb__run *r, unsigned flags, u
     nwb_le64_store(b + 24, r->b_start);
     nwb_le64_store(b + 32, write_end);
     nwb_le64_store(b + 40, fnv1a(0xcbf29ce484222325ull, b, 40));
+}
+
+uint64_t nwb__run_state_durable_end(const uint8_t *b, size_t n, uint64_t size)
+{
+    unsigned flags;
+    uint64_t batch_start, write_end;
+
+    if (n != STATE_SIZE || nwb_le32_load(b) != STATE_MAGIC ||
+        nwb_le16_load(b + 4) != STATE_VERSION ||
+        nwb_le64_load(b + 40) != fnv1a(0xcbf29ce484222325ull, b, 40)) {
+        return size; /* no state (an older run) or a damaged one: the file as it is */
+    }
+    flags = nwb_le16_load(b + 6);
+    batch_start = nwb_le64_load(b + 24);
+    write_end = nwb_le64_load(b + 32);
+    if (!(flags & STATE_PENDING)) {
+        return size;
+    }
+    if ((flags & STATE_FINAL) && size >= write_end) {
+        /* The batch landed; bytes past its end belong to a later one, not yet announced. */
+        return write_end;
+    }
+    /* A batch (or a piece of one) is being written, or was cut short: up to its start. */
+    return batch_start < size ? batch_start : size;
 }
 
 /* Bring the run's memory in line with its files after a restart (or a reopen). */

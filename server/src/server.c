@@ -21,6 +21,8 @@
 #include "nwb/file_io.h"
 #include "crash_int.h"
 #include "events_int.h"
+#include "forward/forward_config.h"
+#include "forward/forwarder.h"
 #include "read_int.h"
 #include "server_int.h"
 #include "symbols_int.h"
@@ -472,6 +474,8 @@ static void fail_cleanup(struct nwb_server *srv)
                           (uv_handle_t *)&srv->sigint, (uv_handle_t *)&srv->sigterm,
                           (uv_handle_t *)&srv->sighup};
 
+    nwb__forwarder_stop(srv->forwarder);
+    srv->forwarder = NULL;
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     if (srv->worker != NULL) {
@@ -592,6 +596,12 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
      * set by attach, covered its start-up scan; no stream can be open yet). */
     nwb__crash_ingest_on_settled(srv->crash, on_crash_change, srv);
     nwb__run_index_watch(srv->runs, on_run_change, srv);
+    /* Its own thread, reading only files: never on the ingest path (docs/operations.md,
+     * "Forwarding to ClickHouse"). */
+    err = nwb__forward_start(cfg, srv->out_dir, &srv->forwarder, errbuf, errlen);
+    if (err) {
+        goto fail;
+    }
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));
@@ -657,6 +667,10 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);
     srv->worker = NULL;
+    /* Last: it only reads what the log worker wrote; what it has not sent yet is sent from
+     * the cursors at the next start. */
+    nwb__forwarder_stop(srv->forwarder);
+    srv->forwarder = NULL;
     names_release(srv);
     /* Every job came back: the counters are final. */
     nwb__run_index_close(srv->runs, on_part_closed, srv);

@@ -583,6 +583,19 @@ int nwb__run_seq_seen(const struct nwb__run *r, int has_seq, uint64_t seq);
 void nwb__run_batch_begin(struct nwb__run *r, int has_seq, uint64_t seq);
 
 /*
+ * How much of a log.txt of @p size bytes holds whole batches, by its run's .nwb-state (@p n
+ * bytes at @p b, as read; any bytes): the end of the last batch that landed, or where the
+ * batch being written (or cut short by a crash) began. Read the state before measuring the
+ * file: then a batch started in between cannot be counted. A missing or damaged state gives
+ * @p size. Pure; any thread (the ClickHouse forwarder reads only up to it).
+ */
+uint64_t nwb__run_state_durable_end(const uint8_t *b, size_t n, uint64_t size);
+
+/** The run state file's name and size (docs/protocol.md, "Duplicate suppression"). */
+#define NWB__RUN_STATE_FILE ".nwb-state"
+#define NWB__RUN_STATE_SIZE 48u
+
+/*
  * Append @p len bytes of the current batch (@p final: its last piece):
  * records the state (one pwrite), then writes them. On failure the log is
  * truncated back to the batch's start, the failure is reported on the
@@ -870,6 +883,7 @@ struct nwb_server {
     struct nwb__reload reload;
     /* crash ingest (crash_int.h) */
     struct nwb__crash_ingest *crash;
+    struct nwb__forwarder *forwarder; /* --forward-clickhouse; NULL without it */
     /* the run index behind GET /v1/runs (read_int.h); it holds one of handles_open */
     struct nwb__run_index *runs;
     size_t read_bytes; /* read answers being built or written (NWB__READ_ANSWERS_MAX) */

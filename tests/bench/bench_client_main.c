@@ -465,7 +465,8 @@ static void print_latency_target(const char *what, int paced, int threads,
                                  const struct nwb_bench_result *n, const struct nwb_bench_result *s,
                                  int p99, int *fails)
 {
-    const double factor = p99 ? 10.0 : 5.0;
+    /* Issue 17's targets: where NanoLog stands against spdlog async on the reference machine. */
+    const double factor = p99 ? 20.0 : 15.0;
     const double nv = p99 ? n->p99_ns : n->p50_ns;
     const double sv = p99 ? s->p99_ns : s->p50_ns;
     const int met = nv * factor <= sv;

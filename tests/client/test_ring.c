@@ -162,6 +162,46 @@ static nwb_client_t *small_ring_client(int policy, unsigned timeout_us)
     return cap_client(&cfg);
 }
 
+/*
+ * A plain-%s site writes straight into the ring only while its worst case
+ * (every string NWB__STR_MAX long) fits; past that edge the general path
+ * takes the call, so the ring still fills to its last record's worth and
+ * both paths render the same text.
+ */
+static void test_direct_path_edge_falls_back_without_dropping(void **state)
+{
+    nwb_client_config_t cfg = NWB_CLIENT_CONFIG_INIT;
+    nwb_client_t *c;
+    nwb_client_stats_t st;
+    char want[64];
+    int i;
+
+    (void)state;
+    cfg.ring_bytes = 16384; /* rec_max 8 KiB: the 4,152-byte worst case of one %s fits */
+    c = cap_client(&cfg);
+    assert_non_null(c);
+    cap_gate(1);
+    for (i = 0; i < 1000; i++) {
+        NWB_LOGGER_INFO("s %d %s", i, "x"); /* 24 + 16 + 2 -> 48-byte records */
+        nwb_client_stats_get(c, &st);
+        if (st.records_dropped != 0) {
+            break;
+        }
+    }
+    /* Every 48 bytes of the ring were used; the direct path alone would stop ~4 KiB early. */
+    assert_int_equal(st.records_accepted, 16384u / 48u);
+    assert_int_equal(st.records_dropped, 1);
+    cap_gate(0);
+    assert_int_equal(nwb_client_flush(c, 10000), 0);
+    assert_int_equal(cap_count(), 16384u / 48u); /* the drop note waits for the next record */
+    for (size_t k = 0; k < 16384u / 48u; k++) {
+        snprintf(want, sizeof(want), "s %d x", (int)k);
+        assert_string_equal(cap_get(k)->msg, want);
+    }
+    nwb_client_destroy(c);
+    cap_free();
+}
+
 static void test_drop_counts_and_notes_the_gap_where_it_is(void **state)
 {
     nwb_client_t *c = small_ring_client(NWB_CLIENT_FULL_DROP, 0);
@@ -526,6 +566,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_wraps_with_padding_and_keeps_data),
         cmocka_unit_test(test_ring_sizes_round_to_powers_of_two_within_bounds),
+        cmocka_unit_test(test_direct_path_edge_falls_back_without_dropping),
         cmocka_unit_test(test_drop_counts_and_notes_the_gap_where_it_is),
         cmocka_unit_test(test_block_waits_then_succeeds_when_the_worker_drains),
         cmocka_unit_test(test_block_gives_up_at_its_timeout_and_counts),

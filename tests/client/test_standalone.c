@@ -24,6 +24,8 @@
 #include "nwb/log.h"
 #include "nwb/log_line.h"
 
+#include "client_clock.h"
+#include "client_core.h"
 #include "test_core_capture.h"
 #include "test_support.h"
 
@@ -214,6 +216,91 @@ static void test_lines_match_common_line_format_and_layout(void **state)
     assert_int_equal(n, 3);
     free(text);
     nwb_client_destroy(c);
+}
+
+/*
+ * log.txt's time of each line lies within NWB__CLOCK_ERROR_MAX_NS of the wall
+ * clock read around its call, for lines the worker converts after one or more
+ * re-anchors (a flush after each call, 1.5 ms of busy time between calls),
+ * with the TSC stamp where there is one and with CLOCK_REALTIME stamps.
+ */
+static void line_times_within_bound(struct fixture *f, int force_realtime)
+{
+    enum { CALLS = 24 };
+    const char *program = force_realtime ? "clockrt" : "clocktsc";
+    /* CLOCK_REALTIME stamps are read at the call: exact, no tolerance. */
+    const uint64_t bound = force_realtime ? 0u : NWB__CLOCK_ERROR_MAX_NS;
+    uint64_t lo[CALLS];
+    uint64_t hi[CALLS];
+    uint64_t worst = 0;
+    uint64_t anchors_first = 0;
+    char path[1024];
+    char *text;
+    char *save = NULL;
+    int n = 0;
+    nwb_client_t *c;
+
+    nwb__clock_test_force_realtime = force_realtime;
+    c = standalone(f, program, "00000000000000c1", 0);
+    nwb__clock_test_force_realtime = 0;
+    assert_non_null(c);
+    if (force_realtime) {
+        assert_int_equal(c->clock.tsc, 0);
+    }
+    for (int i = 0; i < CALLS; i++) {
+        const uint64_t until = nwb_time_mono_ns() + NWB__CLOCK_ANCHOR_EVERY_NS * 3u / 2u;
+
+        while (nwb_time_mono_ns() < until) {
+        }
+        lo[i] = nwb_time_now_ns();
+        NWB_LOGGER_INFO("clock %d", i);
+        hi[i] = nwb_time_now_ns();
+        assert_int_equal(nwb_client_flush(c, 10000), 0);
+        if (i == 0) {
+            anchors_first = atomic_load_explicit(&c->clock.anchors, memory_order_relaxed);
+        }
+    }
+    if (c->clock.tsc) {
+        assert_true(atomic_load_explicit(&c->clock.anchors, memory_order_relaxed) >=
+                    anchors_first + CALLS - 1u);
+    }
+    nwb_client_destroy(c);
+    assert_int_equal(nwb_test_find_run_log(f->dir, program, "00000000000000c1", path, sizeof(path)),
+                     0);
+    text = nwb_test_read_file(path, NULL);
+    assert_non_null(text);
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        const uint64_t t = parse_time(line);
+        char want[32];
+
+        assert_true(n < CALLS);
+        snprintf(want, sizeof(want), ": clock %d", n);
+        assert_non_null(strstr(line, want));
+        /* The line keeps ns; a stamp outside [lo, hi] may be off by at most the bound. */
+        if (t < lo[n]) {
+            assert_true(lo[n] - t <= bound);
+            worst = lo[n] - t > worst ? lo[n] - t : worst;
+        } else if (t > hi[n]) {
+            assert_true(t - hi[n] <= bound);
+            worst = t - hi[n] > worst ? t - hi[n] : worst;
+        }
+        n++;
+    }
+    assert_int_equal(n, CALLS);
+    print_message("%s stamps: worst distance outside the call's bracket %llu ns\n",
+                  force_realtime ? "CLOCK_REALTIME" : "client clock", (unsigned long long)worst);
+    free(text);
+}
+
+static void test_line_times_stay_within_bound_of_the_wall_clock(void **state)
+{
+    line_times_within_bound(*state, 0);
+}
+
+static void test_line_times_with_realtime_stamps_are_exact(void **state)
+{
+    line_times_within_bound(*state, 1);
 }
 
 static void test_console_echoes_the_same_lines_to_stderr(void **state)
@@ -437,6 +524,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_lines_match_common_line_format_and_layout),
+        T(test_line_times_stay_within_bound_of_the_wall_clock),
+        T(test_line_times_with_realtime_stamps_are_exact),
         T(test_console_echoes_the_same_lines_to_stderr),
         T(test_no_console_echo_when_console_is_off),
         T(test_write_failure_is_reported_once_until_a_write_succeeds),

@@ -61,14 +61,17 @@ typedef struct nwb_log_site {
     uint8_t nargs; /* valid once state == READY */
     uint32_t state;
     uint8_t kinds[NWB_LOG_MAX_ARGS]; /* logger-private argument kinds */
+    /* Logger-private argument layout, precomputed with kinds (valid once READY): what the
+     * fast path needs to write a call's record without walking the kinds twice. */
+    uint16_t slot_bytes; /* bytes of the fixed-size argument slots */
+    uint8_t nstrs;       /* string arguments */
+    uint8_t layout;      /* logger-defined layout class */
 } nwb_log_site_t;
 
 #define NWB_LOG_SITE_INIT(level, flags, fmt)                                                       \
     {                                                                                              \
-        (fmt), __FILE__, (uint32_t)__LINE__, (uint8_t)(level), (uint8_t)(flags), 0, 0,             \
-        {                                                                                          \
+        (fmt), __FILE__, (uint32_t)__LINE__, (uint8_t)(level), (uint8_t)(flags), 0, 0, {0}, 0, 0,  \
             0                                                                                      \
-        }                                                                                          \
     }
 
 /**

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ch_http.h - the forwarder's HTTP client for ClickHouse's HTTP interface: the URL it is given
+ * (--forward-clickhouse), and one blocking POST at a time over a kept-alive connection, the
+ * answer read with llhttp (the parser the rest of nwb uses). Owned by the forwarder thread.
+ */
+#ifndef NWB_CH_HTTP_H
+#define NWB_CH_HTTP_H
+
+#include <stddef.h>
+
+#include "nwb/buf.h"
+
+#include "ch_schema.h"
+
+/** Bytes of an answer body kept (a reason or a number); the rest is read and dropped. */
+#define NWB__CH_ANSWER_KEEP (64u * 1024u)
+
+/** Send, connect and read timeout of one request, milliseconds. */
+#define NWB__CH_HTTP_TIMEOUT_MS 30000
+
+/** Bytes of the URL's host. */
+#define NWB__CH_HOST_MAX 253u
+
+struct nwb__ch_http {
+    char host[NWB__CH_HOST_MAX + 1];
+    int port;
+    char database[NWB__CH_DB_NAME_MAX + 1];
+    char auth[400]; /* "Authorization: Basic ...\r\n" or empty */
+    int fd;         /* -1: not connected */
+};
+
+/**
+ * Parse @p url, "http://HOST[:PORT][/][?database=NAME]" (HOST a name or IPv4 literal, or
+ * [IPv6]; PORT default 8123; NAME default "nwb", checked by nwb__ch_db_name_check()), into
+ * @p h (not connected). Returns 0, or NWB_ECONFIG with a one-line reason in @p err ("https is
+ * not supported yet", ...).
+ */
+int nwb__ch_http_init(struct nwb__ch_http *h, const char *url, char *err, size_t errlen);
+
+/**
+ * Use HTTP basic authentication with @p user and @p password (borrowed for the call only).
+ * Returns 0, or NWB_ECONFIG when they do not fit.
+ */
+int nwb__ch_http_set_credentials(struct nwb__ch_http *h, const char *user, const char *password);
+
+/**
+ * POST @p body (@p body_len bytes) to "/?query=" + @p query percent-encoded (@p query NULL:
+ * the body is the query). The status goes to @p *status and the first NWB__CH_ANSWER_KEEP
+ * bytes of the answer to @p answer (reset first). Returns 0 when an answer was read (any
+ * status), else a negative code (connect, send, read, timeout, malformed answer) with the
+ * connection closed.
+ */
+int nwb__ch_http_post(struct nwb__ch_http *h, const char *query, const void *body, size_t body_len,
+                      int *status, nwb_buf_t *answer);
+
+/** Close the connection (the next post reconnects). NULL-safe, idempotent. */
+void nwb__ch_http_close(struct nwb__ch_http *h);
+
+#endif /* NWB_CH_HTTP_H */

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * forwarder.h - the ClickHouse forwarder (--forward-clickhouse): its own thread, never on the
+ * ingest path, reads what the log worker appended to each run's log.txt under OUT/runs (only
+ * complete lines), parses the lines back into columns and inserts them into nwb_logs in size-
+ * and age-bounded batches; each run's cursor (.nwb-forward) moves only after a 200. ClickHouse
+ * down, slow or refusing: the backlog is the local files, retries back off, ingest never
+ * waits. docs/operations.md, "Forwarding to ClickHouse".
+ */
+#ifndef NWB_FORWARDER_H
+#define NWB_FORWARDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Bytes of log.txt read for one insert (at least the longest line, NWB__FWD_LINE_MAX). */
+#define NWB__FWD_BATCH_BYTES (8u * 1024u * 1024u)
+/** Lines of one insert. */
+#define NWB__FWD_BATCH_ROWS 100000u
+/** A pass over runs/ starts this often when nothing failed: a line waits about this long. */
+#define NWB__FWD_PASS_MS 200u
+/** Retry delay after a failed insert: doubles from the first to the last. */
+#define NWB__FWD_BACKOFF_FIRST_MS 250u
+#define NWB__FWD_BACKOFF_MAX_MS   30000u
+/** The forwarder thread's nice value (the rest of the server keeps its own). */
+#define NWB__FWD_NICE 10
+
+struct nwb__fwd_config {
+    const char *url;      /* http://HOST:PORT/?database=NAME */
+    const char *user;     /* NULL: none (ClickHouse's default user) */
+    const char *password; /* with user */
+    const char *out_dir;  /* the server's --out; runs are OUT/runs/<dir> */
+    const char *host;     /* the host column; NULL: gethostname() */
+};
+
+/** What /metrics shows (nwb_forward_*). */
+struct nwb__fwd_stats {
+    uint64_t records_total;  /* lines ClickHouse acknowledged */
+    uint64_t bytes_total;    /* log.txt bytes they took */
+    uint64_t inserts_total;  /* inserts answered 200 */
+    uint64_t inserts_failed; /* inserts refused or not answered */
+    uint64_t lines_skipped;  /* lines the parser refused (never sent) */
+    uint64_t bytes_behind;   /* log.txt bytes not yet acknowledged, at the last pass */
+    uint64_t records_behind; /* complete lines read but not yet acknowledged */
+    double seconds_behind;   /* age of the oldest unacknowledged line, 0 when none */
+    int up;                  /* 1 when the last request was answered 200 */
+};
+
+struct nwb__forwarder;
+
+/**
+ * Check @p cfg (the URL's rules: ch_http.h) and start the thread. The schema is created at
+ * its first contact with ClickHouse, not here: a server starts while ClickHouse is down.
+ * Returns 0 with @p *out, or NWB_ECONFIG (reason in @p err) or a pthread error.
+ */
+int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarder **out, char *err,
+                         size_t errlen);
+
+/** A snapshot of the counters; any thread. */
+void nwb__forwarder_stats(struct nwb__forwarder *f, struct nwb__fwd_stats *out);
+
+/** Start a pass now (new lines were written); any thread, cheap, never blocks on I/O. */
+void nwb__forwarder_wake(struct nwb__forwarder *f);
+
+/** Stop the thread (an insert in flight is finished or times out) and free. NULL-safe. */
+void nwb__forwarder_stop(struct nwb__forwarder *f);
+
+#endif /* NWB_FORWARDER_H */
