@@ -598,7 +598,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     nwb__run_index_watch(srv->runs, on_run_change, srv);
     /* Its own thread, reading only files: never on the ingest path (docs/operations.md,
      * "Forwarding to ClickHouse"). */
-    err = nwb__forward_start(cfg, srv->out_dir, &srv->forwarder, errbuf, errlen);
+    err = nwb__forward_start(cfg, srv->out_dir, srv->crash, &srv->forwarder, errbuf, errlen);
     if (err) {
         goto fail;
     }
