@@ -49,8 +49,8 @@ static int number_at(const char *json, size_t len, size_t i, double *v)
            json[i + n] != '\0') {
         n++;
     }
-    if (n == 0 || n == NUMBER_MAX) {
-        return -1;
+    if (n == 0 || n == NUMBER_MAX || i + n == len) {
+        return -1; /* none, too long, or cut off by the read's bound: maybe more digits */
     }
     memcpy(text, json + i, n);
     text[n] = '\0';
