@@ -149,6 +149,29 @@ static void test_forward_crash_row_and_its_resymbolised_signature(void **state)
 }
 
 #ifdef NWB_DEMO_EXE
+/* The counter @p name of the server's /metrics, or -1 when it is not there. */
+static long long server_counter(const struct fixture *f, const char *name)
+{
+    char *body = malloc(1u << 16);
+    long long v = -1;
+
+    assert_non_null(body);
+    if (nwb_test_http(f->srv.port, "GET", "/metrics", NULL, NULL, 0, body, 1u << 16) == 200) {
+        for (const char *line = body; line != NULL && *line != '\0';) {
+            const size_t n = strlen(name);
+
+            if (strncmp(line, name, n) == 0 && line[n] == ' ') {
+                v = atoll(line + n + 1);
+                break;
+            }
+            line = strchr(line, '\n');
+            line = line != NULL ? line + 1 : NULL;
+        }
+    }
+    free(body);
+    return v;
+}
+
 /* The run folder of nwb-demo's run under @p out (the one with a telemetry.json). */
 static void demo_run_dir(const char *out, char *name, size_t cap)
 {
@@ -190,7 +213,8 @@ static unsigned long long report_frames(const char *out, const char *dir)
 }
 
 /* An nwb-demo run's telemetry: nwb_runs has its frame count and percentiles, nwb_frames one
- * row per frame. */
+ * row per frame; after a kill -9 and a restart the frames cursor holds: a whole pass sends no
+ * frame again. */
 static void test_forward_demo_run_frames_and_summary(void **state)
 {
     struct fixture *f = *state;
@@ -236,6 +260,33 @@ static void test_forward_demo_run_frames_and_summary(void **state)
              run);
     snprintf(want, sizeof want, "%llu\t%llu\t1\n", frames, frames);
     wait_answer(f, sql, want);
+
+    {
+        /* A crash in the store: its row is sent at the end of the restarted server's first
+         * pass, after every run's frames, so its counter marks that pass as done. */
+        const char *extra[] = {"--forward-clickhouse", f->url, NULL};
+        size_t len = 0;
+        void *pkg = ta_package("tar.zst", "restart", &len);
+        char resp[512];
+        const long long deadline = nwb_test_now_ms() + WAIT_MS;
+
+        assert_non_null(pkg);
+        assert_int_equal(
+            nwb_test_http(f->srv.port, "POST", "/v1/crash", NULL, pkg, len, resp, sizeof resp),
+            200);
+        free(pkg);
+        nwb_test_server_stop(&f->srv, SIGKILL, 10000);
+        assert_int_equal(nwb_test_server_start(&f->srv, NULL, f->out, 0, extra), 0);
+        while (server_counter(f, "nwb_forward_crash_rows_total") < 1) {
+            assert_true(nwb_test_now_ms() < deadline);
+            poll(NULL, 0, 50);
+        }
+        assert_int_equal(server_counter(f, "nwb_forward_frames_total"), 0);
+        snprintf(sql, sizeof sql,
+                 "SELECT count() FROM nwb.nwb_frames WHERE program = 'nwb-demo' AND run = '%s'",
+                 run);
+        assert_int_equal(nwb_test_clickhouse_count(&f->ch, sql), (long long)frames);
+    }
 }
 #endif
 
