@@ -571,6 +571,17 @@ static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_
     return rc;
 }
 
+/*
+ * Where the next pass's change test starts after a pass that began at @p pass_ns. A file's
+ * mtime comes from the kernel's coarse clock, which can lag CLOCK_REALTIME by a tick (and a
+ * file system may round it), so a write just after pass_ns can carry an earlier mtime: without
+ * the slack, the run's row read before that write would never be sent again.
+ */
+static uint64_t runs_since_after(uint64_t pass_ns)
+{
+    return pass_ns > NWB__FWD_MTIME_SLACK_NS ? pass_ns - NWB__FWD_MTIME_SLACK_NS : 1;
+}
+
 /* One pass over runs/. Returns -1 when an insert failed, 1 when runs have more, else 0. */
 static int pass(struct nwb__forwarder *f)
 {
@@ -640,10 +651,10 @@ static int pass(struct nwb__forwarder *f)
             /* A change during the pass is seen again by the next one (>=): sent twice at
              * worst, which the newest updated_ns collapses. Rows that did not fit keep
              * runs_since_ns where it was, so the next pass sends them. */
-            f->runs_since_ns = pass_ns;
+            f->runs_since_ns = runs_since_after(pass_ns);
         }
     } else if (rc != -1 && !rows_full) {
-        f->runs_since_ns = pass_ns;
+        f->runs_since_ns = runs_since_after(pass_ns);
     }
     if (rc != -1 && forward_crashes(f, pass_ns) != 0) {
         rc = -1;

@@ -22,6 +22,10 @@
 /** Retry delay after a failed insert: doubles from the first to the last. */
 #define NWB__FWD_BACKOFF_FIRST_MS 250u
 #define NWB__FWD_BACKOFF_MAX_MS   30000u
+/** A run's nwb_runs row is sent again while its files changed less than this long before the
+ * last acknowledged pass began (file times lag the wall clock by up to a tick; rows sent
+ * twice collapse). */
+#define NWB__FWD_MTIME_SLACK_NS 1000000000ull
 /** The crash store is scanned for nwb_crashes rows at most this often (a scan reads every
  * crash's manifest and signature). */
 #define NWB__FWD_CRASH_SCAN_MS 1000u
