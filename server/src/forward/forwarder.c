@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -66,8 +67,9 @@ struct nwb__forwarder {
     nwb_buf_t rows;   /* the insert's body */
     nwb_buf_t answer; /* ClickHouse's answer */
     char insert_sql[256];
-    char last_reason[FAILURE_MAX]; /* the last failure logged, to log each kind once */
-    const char *failed_what;       /* the request refused; NULL: ClickHouse was unreachable */
+    char last_reason[FAILURE_MAX];  /* the last failure logged, to log each kind once */
+    char last_warning[FAILURE_MAX]; /* the last telemetry warning, logged once until another */
+    const char *failed_what;        /* the request refused; NULL: ClickHouse was unreachable */
     /* the pass in progress */
     uint64_t pass_bytes_behind, pass_records_behind;
     uint64_t pass_oldest_s; /* 0: none */
@@ -87,6 +89,23 @@ struct nwb__forwarder {
     nwb_buf_t frame_rows;
     char frames_sql[256];
 };
+
+/* A warning about a run's telemetry files, logged once until a different one comes (a pass
+ * runs five times a second and would repeat it). */
+static void warn_once(struct nwb__forwarder *f, const char *fmt, ...) NWB_PRINTF_LIKE(2, 3);
+static void warn_once(struct nwb__forwarder *f, const char *fmt, ...)
+{
+    char line[FAILURE_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (strcmp(line, f->last_warning) != 0) {
+        snprintf(f->last_warning, sizeof(f->last_warning), "%s", line);
+        nwb__console("warning: %s", line);
+    }
+}
 
 static void log_failure(struct nwb__forwarder *f, const char *line)
 {
@@ -419,9 +438,8 @@ static int forward_frames(struct nwb__forwarder *f, const char *name,
         return -1; /* an insert failed: the cursor stays */
     }
     if (rc < 0 && rc != -ENOENT && why != NULL) {
-        nwb__console("warning: runs/%s telemetry: %s; its frames after upload %u not forwarded "
-                     "this pass",
-                     name, why, (unsigned)next);
+        warn_once(f, "runs/%.300s telemetry: %s; its frames from upload %u on wait", name, why,
+                  (unsigned)next);
     }
     if (frames_flush(f) != 0) {
         return -1;
@@ -557,9 +575,10 @@ static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_
         const int terr = nwb__tel_summary_read(fd, &tel, &why);
 
         if (terr == NWB_EPROTO) {
-            nwb__console("warning: runs/%s/" NWB_TEL_REPORT_FILE
-                         ": %s in its first %u bytes; its nwb_runs frame summary is 0",
-                         name, why, NWB__FWD_TEL_JSON_READ_MAX);
+            warn_once(f,
+                      "runs/%.300s/" NWB_TEL_REPORT_FILE
+                      ": %s in its first %u bytes; its nwb_runs frame summary is 0",
+                      name, why, NWB__FWD_TEL_JSON_READ_MAX);
         }
         ident.program = info.program;
         ident.run = info.run;
