@@ -662,7 +662,9 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     srv->worker_stopped = 1;
     /* The crash worker first (an extraction is abandoned at its next block and redone at the
      * next start: docs/operations.md, "Signals"), then the log worker drains and joins
-     * (docs/architecture.md, "Shutdown order"). */
+     * (docs/architecture.md, "Shutdown order"). The forwarder, which lists the crash store,
+     * lets go of it first. */
+    nwb__forwarder_detach_crashes(srv->forwarder);
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);

@@ -80,7 +80,8 @@ struct nwb__forwarder {
     uint64_t runs_since_ns;
     char runs_sql[256];
     /* nwb_crashes: the whole list is sent again when its content (hash) changed */
-    struct nwb__crash_ingest *crashes;
+    pthread_mutex_t crash_mu;          /* held for a walk of the store and by a detach */
+    struct nwb__crash_ingest *crashes; /* guarded by crash_mu; NULL once detached */
     nwb_buf_t crash_rows;
     char crashes_sql[256];
     nwb_deadline_t next_crash_scan;
@@ -505,12 +506,18 @@ static int forward_crashes(struct nwb__forwarder *f, uint64_t now_ns)
     struct crash_walk w = {f, now_ns, NWB_NAME_FNV_OFFSET, 0, 0, 0};
     int err;
 
-    if (f->crashes == NULL || f->dry || !nwb_deadline_expired(&f->next_crash_scan)) {
+    if (f->dry || !nwb_deadline_expired(&f->next_crash_scan)) {
         return 0;
     }
     f->next_crash_scan = nwb_deadline_in_ms(NWB__FWD_CRASH_SCAN_MS);
     nwb_buf_reset(&f->crash_rows);
+    pthread_mutex_lock(&f->crash_mu);
+    if (f->crashes == NULL) {
+        pthread_mutex_unlock(&f->crash_mu);
+        return 0;
+    }
     err = nwb__crash_ingest_each_row(f->crashes, crash_add, &w);
+    pthread_mutex_unlock(&f->crash_mu);
     if (w.failed) {
         return -1;
     }
@@ -798,10 +805,12 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         return UV_ENOMEM;
     }
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->crash_mu, NULL);
     nwb_cond_init_monotonic(&f->cv);
     rc = pthread_create(&f->thread, NULL, forwarder_main, f);
     if (rc != 0) {
         pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->crash_mu);
         pthread_mutex_destroy(&f->mu);
         nwb_free(f->chunk);
         nwb_free(f);
@@ -826,6 +835,16 @@ void nwb__forwarder_wake(struct nwb__forwarder *f)
     pthread_mutex_unlock(&f->mu);
 }
 
+void nwb__forwarder_detach_crashes(struct nwb__forwarder *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&f->crash_mu);
+    f->crashes = NULL;
+    pthread_mutex_unlock(&f->crash_mu);
+}
+
 void nwb__forwarder_stop(struct nwb__forwarder *f)
 {
     if (f == NULL) {
@@ -844,6 +863,7 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     nwb_buf_cleanup(&f->frame_rows);
     nwb_free(f->chunk);
     pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->crash_mu);
     pthread_mutex_destroy(&f->mu);
     nwb_free(f);
 }

@@ -82,6 +82,12 @@ void nwb__forwarder_stats(struct nwb__forwarder *f, struct nwb__fwd_stats *out);
 /** Start a pass now (new lines were written); any thread, cheap, never blocks on I/O. */
 void nwb__forwarder_wake(struct nwb__forwarder *f);
 
+/**
+ * Stop reading the crash store (before it is stopped): waits for a walk of it in progress
+ * (and the inserts it makes) to end. NULL-safe; any thread.
+ */
+void nwb__forwarder_detach_crashes(struct nwb__forwarder *f);
+
 /** Stop the thread (an insert in flight is finished or times out) and free. NULL-safe. */
 void nwb__forwarder_stop(struct nwb__forwarder *f);
 
