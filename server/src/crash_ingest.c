@@ -481,6 +481,11 @@ int nwb__crash_ingest_each(struct nwb__crash_ingest *ci, nwb__crash_settled_fn f
     return nwb__crash_list_each(&ci->store, fn, ctx);
 }
 
+int nwb__crash_ingest_each_row(struct nwb__crash_ingest *ci, nwb__crash_row_fn fn, void *ctx)
+{
+    return nwb__crash_list_rows(&ci->store, fn, ctx);
+}
+
 int nwb__crash_ingest_list_json(struct nwb__crash_ingest *ci, const char *group, char **json,
                                 size_t *len)
 {

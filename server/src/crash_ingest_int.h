@@ -212,6 +212,9 @@ int nwb__crash_list_json(const struct nwb__crash_store *st, const char *id, cons
  */
 int nwb__crash_groups_json(const struct nwb__crash_store *st, char **json, size_t *len);
 
+/* nwb__crash_ingest_each_row() over the store @p st. */
+int nwb__crash_list_rows(const struct nwb__crash_store *st, nwb__crash_row_fn fn, void *ctx);
+
 /* nwb__crash_ingest_each() over the store @p st. */
 int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_fn fn, void *ctx);
 

@@ -116,6 +116,33 @@ int nwb__crash_ingest_groups_json(struct nwb__crash_ingest *ci, char **json, siz
 int nwb__crash_ingest_get_json(struct nwb__crash_ingest *ci, const char *id, char **json,
                                size_t *len);
 
+/* One crash as GET /v1/crashes lists it, for the ClickHouse forwarder (nwb_crashes). The
+ * strings are valid for the call only; signature and group are "" until the server analysed
+ * the package. */
+struct nwb__crash_row {
+    const char *id;       /* 32 lowercase hex digits */
+    uint64_t received_ns; /* CLOCK_REALTIME */
+    const char *program;  /* "" when nothing names it yet */
+    const char *run;
+    const char *signal;
+    const char *status;    /* "queued", "extracted", "invalid" or "stored" */
+    const char *signature; /* sig_len bytes */
+    size_t sig_len;
+    const char *group;      /* 16 hex digits, or "" */
+    uint64_t archive_bytes; /* the stored archive's, 0 when it is gone */
+    uint64_t package_bytes; /* the extracted files', 0 when not extracted */
+};
+
+/* Told about one crash; returns 0 to go on, anything else stops the walk (and is returned). */
+typedef int (*nwb__crash_row_fn)(void *ctx, const struct nwb__crash_row *r);
+
+/**
+ * Call @p fn for every crash the store holds now, oldest first, with the fields GET
+ * /v1/crashes shows (scans the folders: any thread but the loop's). Returns 0, the first
+ * nonzero return of @p fn, or a folder scan's error.
+ */
+int nwb__crash_ingest_each_row(struct nwb__crash_ingest *ci, nwb__crash_row_fn fn, void *ctx);
+
 /* An archive the crash worker settled (extracted into a package, or found invalid), or, with
  * queued set, one a submit just stored (neither yet). */
 struct nwb__crash_settled {

@@ -446,15 +446,21 @@ static int in_group(const struct nwb__crash_store *st, const struct record *r, c
     return strcmp(id, group) == 0;
 }
 
+/* The crash's state as the views name it. */
+static const char *status_of(const struct record *r)
+{
+    return r->queued                     ? "queued"
+           : r->has[NWB__CRASH_PACKAGES] ? "extracted"
+           : r->has[NWB__CRASH_INVALID]  ? "invalid"
+                                         : "stored";
+}
+
 /* One crash object; @p detail adds "reason" (invalid) and "files" (extracted). */
 static void describe(const struct nwb__crash_store *st, const struct record *r, int detail,
                      nwb_json_t *j)
 {
     const int pkg_fd = st->cat_fd[NWB__CRASH_PACKAGES];
-    const char *status = r->queued                     ? "queued"
-                         : r->has[NWB__CRASH_PACKAGES] ? "extracted"
-                         : r->has[NWB__CRASH_INVALID]  ? "invalid"
-                                                       : "stored";
+    const char *status = status_of(r);
     struct nwb__crash_manifest m;
     char *reason;
     size_t reason_len;
@@ -775,4 +781,48 @@ int nwb__crash_list_each(const struct nwb__crash_store *st, nwb__crash_settled_f
     }
     nwb_free(recs);
     return 0;
+}
+
+int nwb__crash_list_rows(const struct nwb__crash_store *st, nwb__crash_row_fn fn, void *ctx)
+{
+    const int pkg_fd = st->cat_fd[NWB__CRASH_PACKAGES];
+    struct record *recs;
+    size_t n;
+    int err = collect(st, &recs, &n);
+
+    if (err != 0) {
+        return err;
+    }
+    for (size_t i = 0; i < n && err == 0; i++) {
+        const struct record *r = &recs[i];
+        char sig[NWB_CRASH_SIG_MAX + 2];
+        char group[NWB_CRASH_GROUP_ID_LEN + 1] = "";
+        struct nwb__crash_manifest m;
+        struct nwb__crash_row row;
+        char *reason;
+        size_t reason_len;
+        const int sig_len = r->has[NWB__CRASH_PACKAGES]
+                                ? nwb__crash_analysis_signature(st, r->id, sig, sizeof(sig))
+                                : -ENOENT;
+
+        identify(st, r, &m, &reason, &reason_len);
+        nwb_free(reason);
+        if (sig_len > 0) {
+            nwb_crash_group_id(sig, (size_t)sig_len, group);
+        }
+        row.id = r->id;
+        row.received_ns = r->received_ns;
+        row.program = m.program;
+        row.run = m.run;
+        row.signal = m.signal;
+        row.status = status_of(r);
+        row.signature = sig_len > 0 ? sig : "";
+        row.sig_len = sig_len > 0 ? (size_t)sig_len : 0;
+        row.group = group;
+        row.archive_bytes = r->has[NWB__CRASH_RAW] || r->has[NWB__CRASH_INVALID] ? r->raw_bytes : 0;
+        row.package_bytes = r->has[NWB__CRASH_PACKAGES] ? tree_bytes_at(pkg_fd, r->id, 0) : 0;
+        err = fn(ctx, &row);
+    }
+    nwb_free(recs);
+    return err;
 }

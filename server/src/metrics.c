@@ -78,6 +78,11 @@ static void forward_part(struct nwb_server *srv, struct text *t)
            "Requests to ClickHouse refused or not answered.", st.inserts_failed);
     metric(t, "nwb_forward_lines_skipped_total", "counter",
            "log.txt lines the forwarder could not parse (never sent).", st.lines_skipped);
+    metric(t, "nwb_forward_frames_total", "counter",
+           "Telemetry frames (nwb_frames rows) ClickHouse acknowledged.", st.frames_total);
+    metric(t, "nwb_forward_crash_rows_total", "counter",
+           "nwb_crashes rows ClickHouse acknowledged (every crash again when the list changed).",
+           st.crash_rows_total);
     metric(t, "nwb_forward_bytes_behind", "gauge",
            "log.txt bytes not yet acknowledged by ClickHouse, at the last pass.", st.bytes_behind);
     metric(t, "nwb_forward_records_behind", "gauge",

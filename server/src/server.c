@@ -598,7 +598,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     nwb__run_index_watch(srv->runs, on_run_change, srv);
     /* Its own thread, reading only files: never on the ingest path (docs/operations.md,
      * "Forwarding to ClickHouse"). */
-    err = nwb__forward_start(cfg, srv->out_dir, &srv->forwarder, errbuf, errlen);
+    err = nwb__forward_start(cfg, srv->out_dir, srv->crash, &srv->forwarder, errbuf, errlen);
     if (err) {
         goto fail;
     }
@@ -662,7 +662,9 @@ void nwb__server_maybe_finish(struct nwb_server *srv)
     srv->worker_stopped = 1;
     /* The crash worker first (an extraction is abandoned at its next block and redone at the
      * next start: docs/operations.md, "Signals"), then the log worker drains and joins
-     * (docs/architecture.md, "Shutdown order"). */
+     * (docs/architecture.md, "Shutdown order"). The forwarder, which lists the crash store,
+     * lets go of it first. */
+    nwb__forwarder_detach_crashes(srv->forwarder);
     nwb__crash_ingest_stop(srv->crash);
     srv->crash = NULL;
     nwb__log_worker_stop(srv->worker);

@@ -86,6 +86,20 @@ int nwb__tel_store_read(const struct nwb__tel_store *s, const struct nwb__tel_re
                         const struct nwb__tel_ingest_limits *lim, uint8_t **raw, size_t *len,
                         const char **why);
 
+/*
+ * Read-only access for a reader outside the run's lane (the ClickHouse forwarder), which
+ * only ever reads what an acknowledged upload left: record @p i of the telemetry.index open
+ * as @p index_fd into @p r. Returns 0; 1 when there is no whole, valid record @p i (past the
+ * end, or torn or damaged: the next open of the store drops it); NWB_EPROTO when the header
+ * is not one this server writes; or a negated errno.
+ */
+int nwb__tel_index_record_at(int index_fd, uint32_t i, struct nwb__tel_rec *r);
+
+/* nwb__tel_store_read() of the telemetry.nwbs.zst open as @p stream_fd. */
+int nwb__tel_upload_read(int stream_fd, const struct nwb__tel_rec *r,
+                         const struct nwb__tel_ingest_limits *lim, uint8_t **raw, size_t *len,
+                         const char **why);
+
 /* A run in use: its storage, report state and upload outcomes. Fields are the holder's
  * between nwb__tel_cache_acquire() and _release(). */
 struct nwb__tel_run {

@@ -773,9 +773,9 @@ const struct nwb__tel_rec *nwb__tel_store_find_frame(const struct nwb__tel_store
     return NULL;
 }
 
-int nwb__tel_store_read(const struct nwb__tel_store *s, const struct nwb__tel_rec *r,
-                        const struct nwb__tel_ingest_limits *lim, uint8_t **raw, size_t *len,
-                        const char **why)
+int nwb__tel_upload_read(int stream_fd, const struct nwb__tel_rec *r,
+                         const struct nwb__tel_ingest_limits *lim, uint8_t **raw, size_t *len,
+                         const char **why)
 {
     uint8_t *z;
     int err;
@@ -791,7 +791,7 @@ int nwb__tel_store_read(const struct nwb__tel_store *s, const struct nwb__tel_re
         *why = "out of memory";
         return -ENOMEM;
     }
-    err = pread_all(s->stream_fd, z, r->length, r->offset);
+    err = pread_all(stream_fd, z, r->length, r->offset);
     if (err != 0) {
         *why = "cannot read the stored stream";
     } else {
@@ -800,4 +800,35 @@ int nwb__tel_store_read(const struct nwb__tel_store *s, const struct nwb__tel_re
     }
     nwb_free(z);
     return err;
+}
+
+int nwb__tel_store_read(const struct nwb__tel_store *s, const struct nwb__tel_rec *r,
+                        const struct nwb__tel_ingest_limits *lim, uint8_t **raw, size_t *len,
+                        const char **why)
+{
+    return nwb__tel_upload_read(s->stream_fd, r, lim, raw, len, why);
+}
+
+int nwb__tel_index_record_at(int index_fd, uint32_t i, struct nwb__tel_rec *r)
+{
+    uint8_t head[INDEX_HEADER_SIZE], b[INDEX_RECORD_SIZE];
+    int err = pread_all(index_fd, head, sizeof(head), 0);
+
+    if (err == NWB_ETRUNCATED) {
+        return 1;
+    }
+    if (err != 0) {
+        return err;
+    }
+    if (!header_valid(head)) {
+        return NWB_EPROTO;
+    }
+    err = pread_all(index_fd, b, sizeof(b), INDEX_HEADER_SIZE + (uint64_t)i * INDEX_RECORD_SIZE);
+    if (err == NWB_ETRUNCATED) {
+        return 1;
+    }
+    if (err != 0) {
+        return err;
+    }
+    return rec_decode(b, r) == 0 ? 0 : 1;
 }

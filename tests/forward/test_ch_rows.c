@@ -3,7 +3,8 @@
  * test_ch_rows.c - nwb_logs rows (server/src/forward/ch_rows.c) and answer reading
  * (ch_answer.c) against Debian's real clickhouse-server: a message holding every byte value
  * 0..255, quotes and backslashes arrives byte for byte; a refused insert's answer becomes a
- * one-line reason; the buffer cap is kept at its edge.
+ * one-line reason; the buffer cap is kept at its edge; an nwb_crashes row with a hostile
+ * signature arrives intact and a newer version of it replaces it; nwb_frames rows collapse.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "forward/ch_answer.h"
 #include "forward/ch_rows.h"
 #include "forward/ch_schema.h"
+#include "crash_int.h"
 #include "nwb/error.h"
 #include "test_support.h"
 
@@ -135,6 +137,81 @@ static void test_ch_rows_buffer_cap_edge(void **state)
     nwb_buf_cleanup(&b);
 }
 
+/* A crash row's signature with a quote, a tab, a backslash and a newline arrives as it was;
+ * the row sent again with a newer updated_ns (a resymbolised signature) is the one FINAL
+ * reads. Frame rows sent twice are one. */
+static void test_ch_rows_crash_and_frame_rows(void **state)
+{
+    static const char sig[] = "SIGSEGV | f'\"\t\\g\nh";
+    struct nwb__crash_row c = {"0123456789abcdef0123456789abcdef",
+                               1796110452000000000ull,
+                               "game",
+                               "run1",
+                               "SIGSEGV",
+                               "extracted",
+                               sig,
+                               sizeof sig - 1,
+                               "00112233aabbccdd",
+                               4096,
+                               UINT64_MAX};
+    static const char crashes[] =
+        "INSERT INTO nwb.nwb_crashes (" NWB__CH_CRASHES_COLUMNS ") FORMAT TabSeparated";
+    static const char frames[] =
+        "INSERT INTO nwb.nwb_frames (" NWB__CH_FRAMES_COLUMNS ") FORMAT TabSeparated";
+    nwb_buf_t rows = NWB_BUF_INIT(1 << 16);
+    char out[4096];
+
+    (void)state;
+    assert_int_equal(nwb__ch_crash_row(&rows, "h\t1", &c, 2), 0);
+    c.signature = "SIGSEGV | newer";
+    c.sig_len = strlen(c.signature);
+    assert_int_equal(nwb__ch_crash_row(&rows, "h\t1", &c, 3), 0);
+    assert_int_equal(nwb_test_clickhouse_query(&ch, crashes, rows.data, rows.len, out, sizeof out),
+                     200);
+    assert_int_equal(
+        nwb_test_clickhouse_query(&ch,
+                                  "SELECT count(), any(signature), any(host), any(package_bytes), "
+                                  "any(toUnixTimestamp(received)) FROM nwb.nwb_crashes FINAL",
+                                  NULL, 0, out, sizeof out),
+        200);
+    assert_string_equal(out, "1\tSIGSEGV | newer\th\\t1\t18446744073709551615\t1796110452\n");
+    nwb_buf_reset(&rows);
+    c.signature = sig;
+    c.sig_len = sizeof sig - 1;
+    c.id = "ffffffffffffffffffffffffffffffff";
+    assert_int_equal(nwb__ch_crash_row(&rows, "h", &c, 1), 0);
+    assert_int_equal(nwb_test_clickhouse_query(&ch, crashes, rows.data, rows.len, out, sizeof out),
+                     200);
+    assert_int_equal(nwb_test_clickhouse_query(&ch,
+                                               "SELECT hex(signature) FROM nwb.nwb_crashes FINAL "
+                                               "WHERE id = 'ffffffffffffffffffffffffffffffff'",
+                                               NULL, 0, out, sizeof out),
+                     200);
+    {
+        char expect[2 * sizeof sig + 2];
+
+        for (size_t i = 0; i + 1 < sizeof sig; i++) {
+            snprintf(expect + 2 * i, 3, "%02X", (unsigned char)sig[i]);
+        }
+        strcat(expect, "\n");
+        assert_string_equal(out, expect);
+    }
+    nwb_buf_reset(&rows);
+    assert_int_equal(nwb__ch_frame_row(&rows, &ident, 1796110452, 7, 16666667), 0);
+    assert_int_equal(nwb__ch_frame_row(&rows, &ident, 1796110452, 7, 16666667), 0);
+    assert_int_equal(nwb__ch_frame_row(&rows, &ident, 1796110452, UINT64_MAX, 0), 0);
+    assert_int_equal(nwb_test_clickhouse_query(&ch, frames, rows.data, rows.len, out, sizeof out),
+                     200);
+    assert_int_equal(
+        nwb_test_clickhouse_query(&ch,
+                                  "SELECT count(), max(frame), round(sum(duration_ms), 3) FROM "
+                                  "nwb.nwb_frames FINAL",
+                                  NULL, 0, out, sizeof out),
+        200);
+    assert_string_equal(out, "2\t18446744073709551615\t16.667\n");
+    nwb_buf_cleanup(&rows);
+}
+
 static void test_ch_rows_refused_insert_reads_as_one_line(void **state)
 {
     char out[4096];
@@ -167,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_ch_rows_every_byte_arrives),
         cmocka_unit_test(test_ch_rows_buffer_cap_edge),
         cmocka_unit_test(test_ch_rows_refused_insert_reads_as_one_line),
+        cmocka_unit_test(test_ch_rows_crash_and_frame_rows),
     };
 
     if (!nwb_test_clickhouse_available(why, sizeof why)) {

@@ -37,6 +37,7 @@
     "  <mark_cache_size>67108864</mark_cache_size>\n"                                              \
     "  <uncompressed_cache_size>67108864</uncompressed_cache_size>\n"                              \
     "  <max_concurrent_queries>32</max_concurrent_queries>\n"                                      \
+    "%4$s"                                                                                         \
     "</yandex>\n"
 
 static const char users_xml[] =
@@ -230,12 +231,9 @@ static int launch(struct nwb_test_clickhouse *ch)
     return 0;
 }
 
-int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch)
+/* A fresh folder and two held ports for @p ch. 0, or -1 (the caller destroys @p ch). */
+static int prepare(struct nwb_test_clickhouse *ch)
 {
-    char path[600];
-    char *config = NULL;
-    int len;
-
     memset(ch, 0, sizeof(*ch));
     ch->hold_fds[0] = ch->hold_fds[1] = -1;
     snprintf(ch->exe, sizeof(ch->exe), "%s", server_exe());
@@ -247,28 +245,82 @@ int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch)
      * can take a port while the server is down between a stop and its restart. */
     ch->hold_fds[0] = nwb_test_reserve_dead_port(&ch->http_port);
     ch->hold_fds[1] = nwb_test_reserve_dead_port(&ch->tcp_port);
-    if (ch->hold_fds[0] < 0 || ch->hold_fds[1] < 0) {
-        goto fail;
-    }
-    len = asprintf(&config, CONFIG_FMT, ch->dir, ch->http_port, ch->tcp_port);
+    return ch->hold_fds[0] < 0 || ch->hold_fds[1] < 0 ? -1 : 0;
+}
+
+/* Write @p ch's config.xml (with @p extra, more elements of <yandex>) and users.xml, and
+ * start it. 0, or -1. */
+static int configure_and_launch(struct nwb_test_clickhouse *ch, const char *extra)
+{
+    char path[600];
+    char *config = NULL;
+    int len = asprintf(&config, CONFIG_FMT, ch->dir, ch->http_port, ch->tcp_port, extra);
+    int rc = -1;
+
     if (len < 0) {
-        config = NULL;
-        goto fail;
+        return -1;
     }
     snprintf(path, sizeof(path), "%s/config.xml", ch->dir);
-    if (nwb_test_write_file(path, config, (size_t)len, 0600) != 0) {
-        goto fail;
-    }
-    snprintf(path, sizeof(path), "%s/users.xml", ch->dir);
-    if (nwb_test_write_file(path, users_xml, sizeof(users_xml) - 1, 0600) != 0 || launch(ch) != 0) {
-        goto fail;
+    if (nwb_test_write_file(path, config, (size_t)len, 0600) == 0) {
+        snprintf(path, sizeof(path), "%s/users.xml", ch->dir);
+        rc = nwb_test_write_file(path, users_xml, sizeof(users_xml) - 1, 0600) == 0 &&
+                     launch(ch) == 0
+                 ? 0
+                 : -1;
     }
     free(config);
+    return rc;
+}
+
+int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch)
+{
+    if (prepare(ch) != 0 || configure_and_launch(ch, "") != 0) {
+        nwb_test_clickhouse_destroy(ch);
+        return -1;
+    }
+    return 0;
+}
+
+int nwb_test_clickhouse_start_shards(struct nwb_test_clickhouse *ch, size_t n)
+{
+    char remote[256 + NWB_TEST_CLICKHOUSE_SHARDS_MAX * 128];
+    size_t used = 0;
+    size_t i;
+
+    if (n == 0 || n > NWB_TEST_CLICKHOUSE_SHARDS_MAX) {
+        fprintf(stderr, "clickhouse shards: %zu is not 1..%u\n", n, NWB_TEST_CLICKHOUSE_SHARDS_MAX);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        memset(&ch[i], 0, sizeof(ch[i]));
+        ch[i].hold_fds[0] = ch[i].hold_fds[1] = -1; /* each one destroyable from here on */
+    }
+    for (i = 0; i < n; i++) {
+        if (prepare(&ch[i]) != 0) {
+            goto fail;
+        }
+    }
+    used += (size_t)snprintf(remote + used, sizeof(remote) - used,
+                             "  <remote_servers><" NWB_TEST_CLICKHOUSE_CLUSTER ">\n");
+    for (i = 0; i < n; i++) {
+        used += (size_t)snprintf(remote + used, sizeof(remote) - used,
+                                 "    <shard><replica><host>127.0.0.1</host><port>%d</port>"
+                                 "</replica></shard>\n",
+                                 ch[i].tcp_port);
+    }
+    snprintf(remote + used, sizeof(remote) - used,
+             "  </" NWB_TEST_CLICKHOUSE_CLUSTER "></remote_servers>\n");
+    for (i = 0; i < n; i++) {
+        if (configure_and_launch(&ch[i], remote) != 0) {
+            goto fail;
+        }
+    }
     return 0;
 
 fail:
-    free(config);
-    nwb_test_clickhouse_destroy(ch);
+    for (size_t j = 0; j < n; j++) {
+        nwb_test_clickhouse_destroy(&ch[j]);
+    }
     return -1;
 }
 

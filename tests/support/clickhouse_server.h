@@ -46,6 +46,18 @@ int nwb_test_clickhouse_available(char *why, size_t cap);
  */
 int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch);
 
+/** The cluster nwb_test_clickhouse_start_shards() defines (remote_servers), and its size. */
+#define NWB_TEST_CLICKHOUSE_CLUSTER    "nwb_fleet"
+#define NWB_TEST_CLICKHOUSE_SHARDS_MAX 4u
+
+/**
+ * Start @p n (1..NWB_TEST_CLICKHOUSE_SHARDS_MAX) servers as nwb_test_clickhouse_start() does,
+ * each one's config naming all of them as the shards (one replica each, by native port, in
+ * the order of @p ch) of the cluster NWB_TEST_CLICKHOUSE_CLUSTER, so a Distributed table on
+ * any of them reads all. Returns 0, or -1 with every one of them undone.
+ */
+int nwb_test_clickhouse_start_shards(struct nwb_test_clickhouse *ch, size_t n);
+
 /**
  * Stop the running server with @p sig (SIGKILL for a crash, SIGTERM for a clean stop) and
  * wait for it, SIGKILL after @p timeout_ms. The folder and ports stay for a restart.

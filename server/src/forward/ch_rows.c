@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* ch_rows.c - TabSeparated nwb_logs rows (ch_rows.h). */
+/* ch_rows.c - TabSeparated rows of the forwarded tables (ch_rows.h). */
 #include <inttypes.h>
 #include <string.h>
 
 #include "nwb/error.h"
 
+#include "../crash_int.h"
 #include "../read_int.h"
 #include "ch_rows.h"
 
@@ -102,7 +103,8 @@ int nwb__ch_log_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t 
 }
 
 int nwb__ch_run_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run,
-                    const struct nwb__run_info *info, uint64_t updated_ns)
+                    const struct nwb__run_info *info, const struct nwb__ch_tel_summary *tel,
+                    uint64_t updated_ns)
 {
     const size_t start = b->len;
     int err = 0;
@@ -110,9 +112,58 @@ int nwb__ch_run_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run,
     err |= put_ident(b, run);
     err |= nwb_buf_appendf(b,
                            "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-                           "\t0\t0\t0\t%" PRIu64 "\t%" PRIu64 "\n",
+                           "\t%" PRIu64 "\t%.6f\t%.6f\t%" PRIu64 "\t%" PRIu64 "\n",
                            info->started_ns / 1000000000u, info->last_activity_ns / 1000000000u,
-                           info->records, info->drops, info->log_bytes, info->crashes, updated_ns);
+                           info->records, info->drops, info->log_bytes, tel->frames, tel->p50_ms,
+                           tel->p99_ms, info->crashes, updated_ns);
+    if (err != 0) {
+        b->len = start;
+        return NWB_ETOOBIG;
+    }
+    return 0;
+}
+
+/* @p s TabSeparated-escaped and a tab after it. */
+static int put_field(nwb_buf_t *b, const char *s, size_t len)
+{
+    return nwb__ch_tsv_str(b, s, len) | nwb_buf_append(b, "\t", 1);
+}
+
+int nwb__ch_crash_row(nwb_buf_t *b, const char *host, const struct nwb__crash_row *c,
+                      uint64_t updated_ns)
+{
+    const size_t start = b->len;
+    int err = 0;
+
+    err |= put_field(b, c->id, strlen(c->id));
+    err |= nwb_buf_appendf(b, "%" PRIu64 "\t", c->received_ns / 1000000000u);
+    err |= put_field(b, c->program, strlen(c->program));
+    err |= put_field(b, c->run, strlen(c->run));
+    err |= put_field(b, host, strlen(host));
+    err |= put_field(b, c->signal, strlen(c->signal));
+    err |= put_field(b, c->signature, c->sig_len);
+    err |= put_field(b, c->group, strlen(c->group));
+    err |= put_field(b, c->status, strlen(c->status));
+    err |= nwb_buf_appendf(b, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", c->archive_bytes,
+                           c->package_bytes, updated_ns);
+    if (err != 0) {
+        b->len = start;
+        return NWB_ETOOBIG;
+    }
+    return 0;
+}
+
+int nwb__ch_frame_row(nwb_buf_t *b, const struct nwb__ch_run_ident *run, uint64_t started_s,
+                      uint64_t frame, uint64_t duration_ns)
+{
+    const size_t start = b->len;
+    int err = 0;
+
+    err |= put_field(b, run->program, strlen(run->program));
+    err |= put_field(b, run->run, strlen(run->run));
+    err |= put_field(b, run->host, strlen(run->host));
+    err |= nwb_buf_appendf(b, "%" PRIu64 "\t%" PRIu64 "\t%.6f\n", started_s, frame,
+                           (double)duration_ns / 1e6);
     if (err != 0) {
         b->len = start;
         return NWB_ETOOBIG;

@@ -29,6 +29,14 @@
     "program, run, host, run_dir, started, last_activity, records, drops, log_bytes, frames, "     \
     "frame_p50_ms, frame_p99_ms, crashes, updated_ns"
 
+/** The columns of one nwb_crashes row, in the order the forwarder sends them. */
+#define NWB__CH_CRASHES_COLUMNS                                                                    \
+    "id, received, program, run, host, signal, signature, crash_group, status, archive_bytes, "    \
+    "package_bytes, updated_ns"
+
+/** The columns of one nwb_frames row, in the order the forwarder sends them. */
+#define NWB__CH_FRAMES_COLUMNS "program, run, host, started, frame, duration_ms"
+
 /**
  * 0 when @p db is a database name the schema can use, else NWB_ECONFIG with a one-line reason
  * in @p err (e.g. "database name 'a-b' has a byte other than A-Z, a-z, 0-9 and _").

@@ -10,9 +10,10 @@
 #include "forwarder.h"
 
 int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
-                       struct nwb__forwarder **out, char *errbuf, size_t errlen)
+                       struct nwb__crash_ingest *crashes, struct nwb__forwarder **out, char *errbuf,
+                       size_t errlen)
 {
-    struct nwb__fwd_config fc = {cfg->forward_clickhouse, NULL, NULL, out_dir, NULL};
+    struct nwb__fwd_config fc = {cfg->forward_clickhouse, NULL, NULL, out_dir, NULL, crashes};
     struct nwb__auth cred;
     char user[NWB_TOKEN_MAX + 1], reason[512];
     char *colon;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * forwarder.c - the ClickHouse forwarder thread (forwarder.h): passes over OUT/runs, one
- * insert per batch of new complete lines of a run's log.txt, cursor after each 200, backoff
- * after a failure, and the counters /metrics reads.
+ * insert per batch of new complete lines of a run's log.txt and of new telemetry frames,
+ * cursors after each 200, the runs' and the crashes' rows, backoff after a failure, and the
+ * counters /metrics reads.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,7 +24,9 @@
 #include "nwb/alloc.h"
 #include "nwb/deadline.h"
 #include "nwb/error.h"
+#include "nwb/name.h"
 
+#include "../crash_int.h"
 #include "../read_int.h"
 #include "../server_int.h"
 #include "ch_answer.h"
@@ -32,6 +36,8 @@
 #include "forwarder.h"
 #include "fwd_cursor.h"
 #include "log_line_parse.h"
+#include "tel_frames_read.h"
+#include "tel_summary.h"
 
 /* Batches of one run per pass, so one busy run cannot starve the others. */
 #define BATCHES_PER_RUN_PASS 4u
@@ -61,8 +67,9 @@ struct nwb__forwarder {
     nwb_buf_t rows;   /* the insert's body */
     nwb_buf_t answer; /* ClickHouse's answer */
     char insert_sql[256];
-    char last_reason[FAILURE_MAX]; /* the last failure logged, to log each kind once */
-    const char *failed_what;       /* the request refused; NULL: ClickHouse was unreachable */
+    char last_reason[FAILURE_MAX];  /* the last failure logged, to log each kind once */
+    char last_warning[FAILURE_MAX]; /* the last telemetry warning, logged once until another */
+    const char *failed_what;        /* the request refused; NULL: ClickHouse was unreachable */
     /* the pass in progress */
     uint64_t pass_bytes_behind, pass_records_behind;
     uint64_t pass_oldest_s; /* 0: none */
@@ -72,7 +79,34 @@ struct nwb__forwarder {
     nwb_buf_t run_rows;
     uint64_t runs_since_ns;
     char runs_sql[256];
+    /* nwb_crashes: the whole list is sent again when its content (hash) changed */
+    pthread_mutex_t crash_mu;          /* held for a walk of the store and by a detach */
+    struct nwb__crash_ingest *crashes; /* guarded by crash_mu; NULL once detached */
+    nwb_buf_t crash_rows;
+    char crashes_sql[256];
+    nwb_deadline_t next_crash_scan;
+    uint64_t crash_hash_sent; /* 0: nothing acknowledged yet */
+    /* nwb_frames */
+    nwb_buf_t frame_rows;
+    char frames_sql[256];
 };
+
+/* A warning about a run's telemetry files, logged once until a different one comes (a pass
+ * runs five times a second and would repeat it). */
+static void warn_once(struct nwb__forwarder *f, const char *fmt, ...) NWB_PRINTF_LIKE(2, 3);
+static void warn_once(struct nwb__forwarder *f, const char *fmt, ...)
+{
+    char line[FAILURE_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (strcmp(line, f->last_warning) != 0) {
+        snprintf(f->last_warning, sizeof(f->last_warning), "%s", line);
+        nwb__console("warning: %s", line);
+    }
+}
 
 static void log_failure(struct nwb__forwarder *f, const char *line)
 {
@@ -337,6 +371,176 @@ static int forward_run(struct nwb__forwarder *f, const char *name)
     return rc;
 }
 
+/* Who the frame rows being built belong to. */
+struct frame_walk {
+    struct nwb__forwarder *f;
+    const struct nwb__ch_run_ident *ident;
+    uint64_t started_s;
+    uint64_t frames; /* rows built */
+};
+
+/* Send the frame rows built so far. 0, or -1 (the failure logged). */
+static int frames_flush(struct nwb__forwarder *f)
+{
+    if (f->frame_rows.len == 0) {
+        return 0;
+    }
+    if (post(f, f->frames_sql, f->frame_rows.data, f->frame_rows.len, INSERT_WHAT) != 0) {
+        return -1;
+    }
+    nwb_buf_reset(&f->frame_rows);
+    return 0;
+}
+
+static int frame_add(void *ctx, uint64_t frame, uint64_t duration_ns)
+{
+    struct frame_walk *w = ctx;
+
+    if (nwb__ch_frame_row(&w->f->frame_rows, w->ident, w->started_s, frame, duration_ns) != 0) {
+        if (frames_flush(w->f) != 0) {
+            return -1;
+        }
+        if (nwb__ch_frame_row(&w->f->frame_rows, w->ident, w->started_s, frame, duration_ns) != 0) {
+            return -1; /* cannot happen: one row is far below the buffer */
+        }
+    }
+    w->frames++;
+    return 0;
+}
+
+/*
+ * Forward the frames of run @p name's telemetry uploads past its frames cursor. Returns 0
+ * when up to date (or without telemetry), 1 when it has more, -1 when an insert failed.
+ */
+static int forward_frames(struct nwb__forwarder *f, const char *name,
+                          const struct nwb__ch_run_ident *ident, uint64_t started_ns)
+{
+    char dir[4096 + 300];
+    struct frame_walk w = {f, ident, started_ns / 1000000000u, 0};
+    uint64_t cursor = 0;
+    uint32_t next;
+    const char *why = NULL;
+    int dfd, rc;
+
+    snprintf(dir, sizeof(dir), "%s/runs/%s", f->out_dir, name);
+    if (nwb__fwd_cursor_read_named(dir, NWB__FWD_FRAMES_CURSOR_NAME, &cursor) != 0 ||
+        cursor > NWB__TEL_INDEX_MAX) {
+        cursor = 0; /* damaged: every frame again, which FINAL reads once */
+    }
+    next = (uint32_t)cursor;
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        return 0;
+    }
+    nwb_buf_reset(&f->frame_rows);
+    rc = nwb__fwd_tel_frames(dfd, &next, NWB__FWD_FRAME_RECORDS_PER_PASS, frame_add, &w, &why);
+    close(dfd);
+    if (rc == -1) {
+        return -1; /* an insert failed: the cursor stays */
+    }
+    if (rc < 0 && rc != -ENOENT && why != NULL) {
+        warn_once(f, "runs/%.300s telemetry: %s; its frames from upload %u on wait", name, why,
+                  (unsigned)next);
+    }
+    if (frames_flush(f) != 0) {
+        return -1;
+    }
+    if (next != (uint32_t)cursor &&
+        nwb__fwd_cursor_write_named(dir, NWB__FWD_FRAMES_CURSOR_NAME, next) != 0) {
+        nwb__console("warning: runs/%s/" NWB__FWD_FRAMES_CURSOR_NAME
+                     " cannot be written; its frames will be sent again",
+                     name);
+    }
+    pthread_mutex_lock(&f->mu);
+    f->stats.frames_total += w.frames;
+    pthread_mutex_unlock(&f->mu);
+    return rc == 1 ? 1 : 0;
+}
+
+/* The crash rows being built: their hash, and whether a full buffer was sent midway. */
+struct crash_walk {
+    struct nwb__forwarder *f;
+    uint64_t now_ns;
+    uint64_t hash;
+    uint64_t rows;
+    int sent_midway;
+    int failed;
+};
+
+static int crash_add(void *ctx, const struct nwb__crash_row *c)
+{
+    struct crash_walk *w = ctx;
+    struct nwb__forwarder *f = w->f;
+    size_t start = f->crash_rows.len;
+
+    if (nwb__ch_crash_row(&f->crash_rows, f->host, c, w->now_ns) != 0) {
+        if (post(f, f->crashes_sql, f->crash_rows.data, f->crash_rows.len, INSERT_WHAT) != 0) {
+            w->failed = 1;
+            return -1;
+        }
+        w->sent_midway = 1;
+        nwb_buf_reset(&f->crash_rows);
+        start = 0;
+        if (nwb__ch_crash_row(&f->crash_rows, f->host, c, w->now_ns) != 0) {
+            return -1; /* cannot happen: one row is far below the buffer */
+        }
+    }
+    {
+        /* The row without its version (the text before the last tab): what changed. */
+        const char *row = (const char *)f->crash_rows.data + start;
+        size_t n = f->crash_rows.len - start;
+
+        while (n > 0 && row[n - 1] != '\t') {
+            n--;
+        }
+        w->hash = (w->hash ^ nwb_name_hash(row, n)) * NWB_NAME_FNV_PRIME;
+    }
+    w->rows++;
+    return 0;
+}
+
+/* Send every crash again when the list changed since the last one ClickHouse acknowledged.
+ * Returns 0, or -1 when an insert failed. */
+static int forward_crashes(struct nwb__forwarder *f, uint64_t now_ns)
+{
+    struct crash_walk w = {f, now_ns, NWB_NAME_FNV_OFFSET, 0, 0, 0};
+    int err;
+
+    if (f->dry || !nwb_deadline_expired(&f->next_crash_scan)) {
+        return 0;
+    }
+    f->next_crash_scan = nwb_deadline_in_ms(NWB__FWD_CRASH_SCAN_MS);
+    nwb_buf_reset(&f->crash_rows);
+    pthread_mutex_lock(&f->crash_mu);
+    if (f->crashes == NULL) {
+        pthread_mutex_unlock(&f->crash_mu);
+        return 0;
+    }
+    err = nwb__crash_ingest_each_row(f->crashes, crash_add, &w);
+    pthread_mutex_unlock(&f->crash_mu);
+    if (w.failed) {
+        return -1;
+    }
+    if (err != 0) {
+        nwb__console("warning: forward to ClickHouse: the crash store cannot be listed (%d); "
+                     "crashes are sent at a later scan",
+                     err);
+        return 0;
+    }
+    if (w.rows == 0 || (!w.sent_midway && w.hash == f->crash_hash_sent)) {
+        return 0;
+    }
+    if (f->crash_rows.len > 0 &&
+        post(f, f->crashes_sql, f->crash_rows.data, f->crash_rows.len, INSERT_WHAT) != 0) {
+        return -1;
+    }
+    f->crash_hash_sent = w.hash;
+    pthread_mutex_lock(&f->mu);
+    f->stats.crash_rows_total += w.rows;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
 static uint64_t mtime_ns_of(const struct stat *st)
 {
     return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
@@ -367,16 +571,41 @@ static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_
         mtime_ns_of(&st) > changed) {
         changed = mtime_ns_of(&st);
     }
+    if (fstatat(fd, NWB_TEL_REPORT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        mtime_ns_of(&st) > changed) {
+        changed = mtime_ns_of(&st);
+    }
     if ((f->runs_since_ns == 0 || changed >= f->runs_since_ns) &&
         nwb__run_info_load(fd, name, &info) == 0) {
+        struct nwb__ch_tel_summary tel;
+        const char *why = NULL;
+        const int terr = nwb__tel_summary_read(fd, &tel, &why);
+
+        if (terr == NWB_EPROTO) {
+            warn_once(f,
+                      "runs/%.300s/" NWB_TEL_REPORT_FILE
+                      ": %s in its first %u bytes; its nwb_runs frame summary is 0",
+                      name, why, NWB__FWD_TEL_JSON_READ_MAX);
+        }
         ident.program = info.program;
         ident.run = info.run;
         ident.host = f->host;
         ident.run_dir = name;
-        rc = nwb__ch_run_row(&f->run_rows, &ident, &info, now_ns) != 0 ? -1 : 0;
+        rc = nwb__ch_run_row(&f->run_rows, &ident, &info, &tel, now_ns) != 0 ? -1 : 0;
     }
     close(fd);
     return rc;
+}
+
+/*
+ * Where the next pass's change test starts after a pass that began at @p pass_ns. A file's
+ * mtime comes from the kernel's coarse clock, which can lag CLOCK_REALTIME by a tick (and a
+ * file system may round it), so a write just after pass_ns can carry an earlier mtime: without
+ * the slack, the run's row read before that write would never be sent again.
+ */
+static uint64_t runs_since_after(uint64_t pass_ns)
+{
+    return pass_ns > NWB__FWD_MTIME_SLACK_NS ? pass_ns - NWB__FWD_MTIME_SLACK_NS : 1;
 }
 
 /* One pass over runs/. Returns -1 when an insert failed, 1 when runs have more, else 0. */
@@ -411,6 +640,21 @@ static int pass(struct nwb__forwarder *f)
             continue;
         }
         r = forward_run(f, e->d_name);
+        if (r != -1 && !f->dry) {
+            struct nwb__run_name rn;
+
+            if (nwb__run_id_valid(e->d_name, strlen(e->d_name)) &&
+                nwb__run_id_parse(e->d_name, strlen(e->d_name), &rn)) {
+                char program[128], run[160];
+                const struct nwb__ch_run_ident ident = {program, run, f->host, e->d_name};
+                int fr;
+
+                snprintf(program, sizeof(program), "%.*s", (int)rn.program_len, rn.program);
+                snprintf(run, sizeof(run), "%.*s", (int)rn.run_len, rn.run);
+                fr = forward_frames(f, e->d_name, &ident, rn.started_ns);
+                r = fr == -1 ? -1 : r != 0 ? r : fr;
+            }
+        }
         if (r == -1) {
             /* After a failure the rest of the pass only measures what waits: nothing more is
              * sent until the backoff has passed. */
@@ -433,10 +677,13 @@ static int pass(struct nwb__forwarder *f)
             /* A change during the pass is seen again by the next one (>=): sent twice at
              * worst, which the newest updated_ns collapses. Rows that did not fit keep
              * runs_since_ns where it was, so the next pass sends them. */
-            f->runs_since_ns = pass_ns;
+            f->runs_since_ns = runs_since_after(pass_ns);
         }
     } else if (rc != -1 && !rows_full) {
-        f->runs_since_ns = pass_ns;
+        f->runs_since_ns = runs_since_after(pass_ns);
+    }
+    if (rc != -1 && forward_crashes(f, pass_ns) != 0) {
+        rc = -1;
     }
     pthread_mutex_lock(&f->mu);
     f->stats.bytes_behind = f->pass_bytes_behind;
@@ -542,16 +789,28 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
     snprintf(f->runs_sql, sizeof(f->runs_sql),
              "INSERT INTO %s.nwb_runs (" NWB__CH_RUNS_COLUMNS ") FORMAT TabSeparated",
              f->http.database);
+    f->crashes = cfg->crashes;
+    nwb_buf_init(&f->crash_rows, NWB__FWD_CRASH_ROWS_MAX);
+    snprintf(f->crashes_sql, sizeof(f->crashes_sql),
+             "INSERT INTO %s.nwb_crashes (" NWB__CH_CRASHES_COLUMNS ") FORMAT TabSeparated",
+             f->http.database);
+    f->next_crash_scan = nwb_deadline_in_ms(0);
+    nwb_buf_init(&f->frame_rows, NWB__FWD_FRAME_ROWS_MAX);
+    snprintf(f->frames_sql, sizeof(f->frames_sql),
+             "INSERT INTO %s.nwb_frames (" NWB__CH_FRAMES_COLUMNS ") FORMAT TabSeparated",
+             f->http.database);
     f->chunk = nwb_malloc(NWB__FWD_BATCH_BYTES);
     if (f->chunk == NULL) {
         nwb_free(f);
         return UV_ENOMEM;
     }
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->crash_mu, NULL);
     nwb_cond_init_monotonic(&f->cv);
     rc = pthread_create(&f->thread, NULL, forwarder_main, f);
     if (rc != 0) {
         pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->crash_mu);
         pthread_mutex_destroy(&f->mu);
         nwb_free(f->chunk);
         nwb_free(f);
@@ -576,6 +835,16 @@ void nwb__forwarder_wake(struct nwb__forwarder *f)
     pthread_mutex_unlock(&f->mu);
 }
 
+void nwb__forwarder_detach_crashes(struct nwb__forwarder *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&f->crash_mu);
+    f->crashes = NULL;
+    pthread_mutex_unlock(&f->crash_mu);
+}
+
 void nwb__forwarder_stop(struct nwb__forwarder *f)
 {
     if (f == NULL) {
@@ -590,8 +859,11 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     nwb_buf_cleanup(&f->rows);
     nwb_buf_cleanup(&f->answer);
     nwb_buf_cleanup(&f->run_rows);
+    nwb_buf_cleanup(&f->crash_rows);
+    nwb_buf_cleanup(&f->frame_rows);
     nwb_free(f->chunk);
     pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->crash_mu);
     pthread_mutex_destroy(&f->mu);
     nwb_free(f);
 }

@@ -37,13 +37,23 @@ int nwb__fwd_cursor_parse(const char *text, size_t len, uint64_t *offset)
 
 int nwb__fwd_cursor_read(const char *run_dir, uint64_t *offset)
 {
-    char path[4096 + 32];
+    return nwb__fwd_cursor_read_named(run_dir, NWB__FWD_CURSOR_NAME, offset);
+}
+
+int nwb__fwd_cursor_write(const char *run_dir, uint64_t offset)
+{
+    return nwb__fwd_cursor_write_named(run_dir, NWB__FWD_CURSOR_NAME, offset);
+}
+
+int nwb__fwd_cursor_read_named(const char *run_dir, const char *name, uint64_t *offset)
+{
+    char path[4096 + 300];
     char text[NWB__FWD_CURSOR_MAX + 1];
     ssize_t n;
     int fd;
 
     *offset = 0;
-    snprintf(path, sizeof(path), "%s/" NWB__FWD_CURSOR_NAME, run_dir);
+    snprintf(path, sizeof(path), "%s/%s", run_dir, name);
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         return errno == ENOENT ? 0 : -errno;
@@ -58,15 +68,15 @@ int nwb__fwd_cursor_read(const char *run_dir, uint64_t *offset)
     return nwb__fwd_cursor_parse(text, (size_t)n, offset);
 }
 
-int nwb__fwd_cursor_write(const char *run_dir, uint64_t offset)
+int nwb__fwd_cursor_write_named(const char *run_dir, const char *name, uint64_t offset)
 {
-    char tmp[4096 + 32], path[4096 + 32];
+    char tmp[4096 + 300], path[4096 + 300];
     char text[NWB__FWD_CURSOR_MAX];
     const int len = snprintf(text, sizeof(text), "%s%" PRIu64 "\n", head, offset);
     int fd, err;
 
-    snprintf(tmp, sizeof(tmp), "%s/" NWB__FWD_CURSOR_NAME ".tmp", run_dir);
-    snprintf(path, sizeof(path), "%s/" NWB__FWD_CURSOR_NAME, run_dir);
+    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", run_dir, name);
+    snprintf(path, sizeof(path), "%s/%s", run_dir, name);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         return -errno;

@@ -20,6 +20,10 @@
 /** The cursor's file name in a run directory. */
 #define NWB__FWD_CURSOR_NAME ".nwb-forward"
 
+/** The frames cursor beside it: how many telemetry.index records ClickHouse has the frames of
+ * (the same text; "offset" counts records there). */
+#define NWB__FWD_FRAMES_CURSOR_NAME ".nwb-forward-frames"
+
 /** Bytes of a cursor file read; larger is damaged. */
 #define NWB__FWD_CURSOR_MAX 64u
 
@@ -37,5 +41,10 @@ int nwb__fwd_cursor_read(const char *run_dir, uint64_t *offset);
 
 /** Replace @p run_dir's cursor with @p offset (temporary file, rename). 0, or a negated errno. */
 int nwb__fwd_cursor_write(const char *run_dir, uint64_t offset);
+
+/** nwb__fwd_cursor_read() and _write() of the cursor file @p name (a name, no '/': at most
+ * 255 bytes) in @p run_dir. */
+int nwb__fwd_cursor_read_named(const char *run_dir, const char *name, uint64_t *offset);
+int nwb__fwd_cursor_write_named(const char *run_dir, const char *name, uint64_t offset);
 
 #endif /* NWB_FWD_CURSOR_H */
