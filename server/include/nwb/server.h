@@ -74,7 +74,7 @@ typedef struct nwb_server_config {
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
     const char *forward_clickhouse; /* NULL: no forwarding; else http://HOST:PORT/?database=NAME */
     const char *forward_credentials_file; /* USER:PASSWORD for it, --token-file's rules */
-    unsigned events_max_streams;    /* GET /v1/events streams open at once; beyond: 429 */
+    unsigned events_max_streams;          /* GET /v1/events streams open at once; beyond: 429 */
     size_t events_max_unsent_bytes; /* one stream's bytes not yet taken by its reader: cut off */
     unsigned events_keepalive_ms;   /* a ": keepalive" comment on every stream this often */
 } nwb_server_config_t;
@@ -180,7 +180,7 @@ typedef struct nwb_server_config {
     X("--forward-clickhouse", forward_clickhouse, STR, NULL, 0, 0, "URL",                          \
       "also insert every run's log lines into ClickHouse, http://HOST:PORT/?database=NAME "        \
       "(schema created when missing)")                                                             \
-    X("--forward-credentials", forward_credentials_file, STR, NULL, 0, 0, "FILE",             \
+    X("--forward-credentials", forward_credentials_file, STR, NULL, 0, 0, "FILE",                  \
       "USER:PASSWORD for --forward-clickhouse (HTTP basic auth), with --token-file's rules")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
