@@ -11,18 +11,13 @@
  * debug file uploaded beside it, symbolises the same.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,70 +102,21 @@ static void read_source_lines(struct src_lines *s)
 
 /*
  * Run @p exe --crash @p mode against the server on @p port, crash folder @p crash_dir, its
- * output into @p crash_dir/demo.out. Waits (pidfd) at most WAIT_MS. Returns the wait status.
+ * output into @p crash_dir.out, at most WAIT_MS. Returns the wait status.
  */
 static int run_demo_crash(const char *exe, const char *mode, int port, const char *crash_dir)
 {
     char server_arg[64], log_env[800], crash_env[800], out_path[800];
     const char *argv[] = {exe,  "--frames",      "20", "--fast", server_arg, "--crash",
                           mode, "--crash-frame", "5",  NULL};
-    int status = -1, pidfd;
-    pid_t pid;
+    const char *env[] = {log_env, crash_env, "NWB_CRASH_HELPER=" NWB_CRASH_HELPER_EXE,
+                         CRASH_ASAN_OPTIONS, NULL};
 
     snprintf(server_arg, sizeof(server_arg), "--logserver=127.0.0.1:%d", port);
     snprintf(log_env, sizeof(log_env), "NWB_LOG_DIR=%s/logs", crash_dir);
     snprintf(crash_env, sizeof(crash_env), "NWB_CRASH_DIR=%s", crash_dir);
     snprintf(out_path, sizeof(out_path), "%s.out", crash_dir);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        const struct rlimit no_core = {0, 0};
-        const int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-        setrlimit(RLIMIT_CORE, &no_core); /* crashing on purpose: no core files */
-        putenv(log_env);
-        putenv(crash_env);
-        putenv((char *)(uintptr_t) "NWB_CRASH_HELPER=" NWB_CRASH_HELPER_EXE);
-        putenv((char *)(uintptr_t)CRASH_ASAN_OPTIONS);
-        unsetenv("NWB_LOGSERVER");
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        execv(exe, (char *const *)(uintptr_t)argv);
-        _exit(127);
-    }
-    /* Its end is an event on a pidfd; valgrind does not know the call (ENOSYS), so there
-     * waitpid(WNOHANG) is polled with backoff, bounded the same. */
-    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd >= 0) {
-        struct pollfd pfd = {pidfd, POLLIN, 0};
-
-        if (poll(&pfd, 1, WAIT_MS) != 1) {
-            print_error("nwb-demo --crash %s did not end in %d ms: killed\n", mode, WAIT_MS);
-            kill(pid, SIGKILL);
-        }
-        close(pidfd);
-    } else {
-        const long long deadline = nwb_test_now_ms() + WAIT_MS;
-        int delay = 1;
-
-        while (waitpid(pid, &status, WNOHANG) == 0) {
-            if (nwb_test_now_ms() > deadline) {
-                print_error("nwb-demo --crash %s did not end in %d ms: killed\n", mode, WAIT_MS);
-                kill(pid, SIGKILL);
-                break;
-            }
-            poll(NULL, 0, delay);
-            delay = delay < 50 ? delay * 2 : 50;
-        }
-        if (WIFSIGNALED(status) || WIFEXITED(status)) {
-            return status;
-        }
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return status;
+    return nwb_test_run(argv, env, out_path, WAIT_MS);
 }
 
 /* The id of the last package the uploader in @p crash_dir sent (33 bytes), once it is done. */

@@ -221,26 +221,16 @@ static void test_forward_demo_run_frames_and_summary(void **state)
     char server_arg[64], env_dir[700], dir[512], sql[1024], want[256];
     const char *run;
     unsigned long long frames;
-    int status = 0;
-    const pid_t pid = fork();
+    char log_env[720], crash_env[720];
+    const char *argv[] = {NWB_DEMO_EXE, "--frames", DEMO_FRAMES, "--fast", server_arg, NULL};
+    const char *env[] = {log_env, crash_env, "NWB_CRASH_HELPER=", NULL};
+    int status;
 
     snprintf(server_arg, sizeof server_arg, "--logserver=127.0.0.1:%d", f->srv.port);
     snprintf(env_dir, sizeof env_dir, "%s/demo-client", f->out);
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        const int devnull = open("/dev/null", O_WRONLY);
-
-        setenv("NWB_LOG_DIR", env_dir, 1);
-        setenv("NWB_CRASH_DIR", env_dir, 1);
-        setenv("NWB_CRASH_HELPER", "", 1);
-        unsetenv("NWB_LOGSERVER");
-        dup2(devnull, STDOUT_FILENO);
-        dup2(devnull, STDERR_FILENO);
-        execl(NWB_DEMO_EXE, NWB_DEMO_EXE, "--frames", DEMO_FRAMES, "--fast", server_arg,
-              (char *)NULL);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    snprintf(log_env, sizeof log_env, "NWB_LOG_DIR=%s", env_dir);
+    snprintf(crash_env, sizeof crash_env, "NWB_CRASH_DIR=%s", env_dir);
+    status = nwb_test_run(argv, env, NULL, 60000);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     demo_run_dir(f->out, dir, sizeof dir);
     frames = report_frames(f->out, dir);

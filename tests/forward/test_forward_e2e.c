@@ -386,27 +386,15 @@ static void test_forward_e2e_two_servers_and_a_demo(void **state)
 
 #ifdef NWB_DEMO_EXE
     {
-        char server_arg[64], log_env[700];
-        int status = 0;
-        const pid_t pid = fork();
+        char server_arg[64], log_env[720], crash_env[720];
+        const char *argv[] = {NWB_DEMO_EXE, "--frames", "240", "--fast", server_arg, NULL};
+        const char *env[] = {log_env, crash_env, "NWB_CRASH_HELPER=", NULL};
+        int status;
 
         snprintf(server_arg, sizeof server_arg, "--logserver=127.0.0.1:%d", f->port);
-        snprintf(log_env, sizeof log_env, "%s/demo-logs", f->out);
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            const int devnull = open("/dev/null", O_WRONLY);
-
-            setenv("NWB_LOG_DIR", log_env, 1);
-            setenv("NWB_CRASH_DIR", log_env, 1);
-            setenv("NWB_CRASH_HELPER", "", 1);
-            unsetenv("NWB_LOGSERVER");
-            dup2(devnull, STDOUT_FILENO);
-            dup2(devnull, STDERR_FILENO);
-            execl(NWB_DEMO_EXE, NWB_DEMO_EXE, "--frames", "240", "--fast", server_arg,
-                  (char *)NULL);
-            _exit(127);
-        }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
+        snprintf(log_env, sizeof log_env, "NWB_LOG_DIR=%s/demo-logs", f->out);
+        snprintf(crash_env, sizeof crash_env, "NWB_CRASH_DIR=%s/demo-logs", f->out);
+        status = nwb_test_run(argv, env, NULL, 60000);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         const size_t lines = program_lines(f->out, "nwb-demo");
 

@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -528,6 +530,70 @@ int nwb_test_find_run_log(const char *out_dir, const char *program, const char *
     }
     closedir(d);
     return found == 1 ? 0 : -1;
+}
+
+/* Wait for @p pid at most @p timeout_ms (then SIGKILL); its wait status, or -1. */
+static int wait_child(pid_t pid, int timeout_ms)
+{
+    const long long deadline = nwb_test_now_ms() + timeout_ms;
+    const int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int status = -1, delay = 1;
+
+    if (pidfd >= 0) {
+        struct pollfd pfd = {pidfd, POLLIN, 0};
+
+        if (poll(&pfd, 1, timeout_ms) != 1) {
+            kill(pid, SIGKILL);
+        }
+        close(pidfd);
+    } else {
+        while (waitpid(pid, &status, WNOHANG) == 0) {
+            if (nwb_test_now_ms() > deadline) {
+                kill(pid, SIGKILL);
+                break;
+            }
+            poll(NULL, 0, delay);
+            delay = delay < 50 ? delay * 2 : 50;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+            return status;
+        }
+    }
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return status;
+}
+
+int nwb_test_run(const char *const *argv, const char *const *env, const char *out_path,
+                 int timeout_ms)
+{
+    const pid_t pid = fork();
+
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid == 0) {
+        const struct rlimit no_core = {0, 0};
+        const int fd = out_path != NULL
+                           ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+                           : open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+        setrlimit(RLIMIT_CORE, &no_core);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+            putenv((char *)(uintptr_t)env[i]);
+        }
+        unsetenv("NWB_LOGSERVER");
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        execv(argv[0], (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    return wait_child(pid, timeout_ms);
 }
 
 size_t nwb_test_count(const char *hay, const char *needle)

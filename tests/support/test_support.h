@@ -109,6 +109,16 @@ size_t nwb_test_count(const char *hay, const char *needle);
 /* Wait up to @p timeout_ms until @p path contains @p needle. Returns 1 or 0. */
 int nwb_test_wait_file_contains(const char *path, const char *needle, int timeout_ms);
 
+/*
+ * Run @p argv[0] (a path) with @p argv and the environment plus @p env ("NAME=value", NULL
+ * terminated; may be NULL), without NWB_LOGSERVER and without core dumps, its stdout and
+ * stderr into @p out_path (created; /dev/null when NULL). Waits for its end at most
+ * @p timeout_ms (a pidfd; polled waitpid where pidfd_open is missing, e.g. under valgrind),
+ * then SIGKILL. Returns the wait status, or -1.
+ */
+int nwb_test_run(const char *const *argv, const char *const *env, const char *out_path,
+                 int timeout_ms);
+
 /* Milliseconds on the monotonic clock. */
 long long nwb_test_now_ms(void);
 
