@@ -83,6 +83,8 @@ static void forward_part(struct nwb_server *srv, struct text *t)
     metric(t, "nwb_forward_crash_rows_total", "counter",
            "nwb_crashes rows ClickHouse acknowledged (every crash again when the list changed).",
            st.crash_rows_total);
+    metric(t, "nwb_forward_passes_total", "counter",
+           "Forwarder passes over the runs (each reads every run's state).", st.passes_total);
     metric(t, "nwb_forward_bytes_behind", "gauge",
            "log.txt bytes not yet acknowledged by ClickHouse, at the last pass.", st.bytes_behind);
     metric(t, "nwb_forward_records_behind", "gauge",

@@ -35,3 +35,16 @@ if(TARGET nwb_telemetry)
   add_dependencies(bench_tel_ingest nwb-logserver)
   nwb_target_warnings(bench_tel_ingest)
 endif()
+
+# The cost of --forward-clickhouse against a real clickhouse-server (bench_forward.c): it
+# starts one with the tests' helper, compiled in here (the bench build has no test targets).
+add_executable(bench_forward bench_forward.c bench_forward_load.c
+  ${PROJECT_SOURCE_DIR}/tests/support/clickhouse_server.c
+  ${PROJECT_SOURCE_DIR}/tests/support/test_support.c)
+target_include_directories(bench_forward PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+target_link_libraries(bench_forward PRIVATE nwb_bench_util nwb::common Threads::Threads)
+target_compile_definitions(bench_forward PRIVATE
+  NWB_BENCH_SERVER_EXE="$<TARGET_FILE:nwb-logserver>"
+  NWB_TEST_SERVER_EXE="$<TARGET_FILE:nwb-logserver>")
+add_dependencies(bench_forward nwb-logserver)
+nwb_target_warnings(bench_forward)

@@ -686,6 +686,7 @@ static int pass(struct nwb__forwarder *f)
         rc = -1;
     }
     pthread_mutex_lock(&f->mu);
+    f->stats.passes_total++;
     f->stats.bytes_behind = f->pass_bytes_behind;
     f->stats.records_behind = f->pass_records_behind;
     f->stats.seconds_behind =
@@ -704,6 +705,7 @@ static void *forwarder_main(void *arg)
     /* Ingest first: on a busy machine the forwarder takes the CPU the loop and the log worker
      * leave (Linux nice is per thread); its lag grows instead of the ingest rate falling. */
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), NWB__FWD_NICE);
+    (void)pthread_setname_np(pthread_self(), NWB__FWD_THREAD_NAME);
 
     for (;;) {
         unsigned wait_ms = NWB__FWD_PASS_MS;

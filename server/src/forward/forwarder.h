@@ -38,6 +38,8 @@
 
 /** The forwarder thread's nice value (the rest of the server keeps its own). */
 #define NWB__FWD_NICE 10
+/* The forwarder thread's name (/proc/PID/task/TID/comm), for per-thread CPU figures. */
+#define NWB__FWD_THREAD_NAME "nwb-forward"
 
 struct nwb__crash_ingest; /* crash_int.h */
 
@@ -63,6 +65,7 @@ struct nwb__fwd_stats {
     uint64_t bytes_behind;     /* log.txt bytes not yet acknowledged, at the last pass */
     uint64_t records_behind;   /* complete lines read but not yet acknowledged */
     double seconds_behind;     /* age of the oldest unacknowledged line, 0 when none */
+    uint64_t passes_total;     /* passes over runs/ done (busy or idle) */
     int up;                    /* 1 when the last request was answered 200 */
 };
 
