@@ -84,7 +84,11 @@ static void forward_part(struct nwb_server *srv, struct text *t)
            "nwb_crashes rows ClickHouse acknowledged (every crash again when the list changed).",
            st.crash_rows_total);
     metric(t, "nwb_forward_passes_total", "counter",
-           "Forwarder passes over the runs (each reads every run's state).", st.passes_total);
+           "Forwarder passes (over the runs written since the last one, or all of them).",
+           st.passes_total);
+    metric(t, "nwb_forward_full_passes_total", "counter",
+           "Forwarder passes that scanned every run (the first, after a failure, each minute).",
+           st.full_passes_total);
     metric(t, "nwb_forward_bytes_behind", "gauge",
            "log.txt bytes not yet acknowledged by ClickHouse, at the last pass.", st.bytes_behind);
     metric(t, "nwb_forward_records_behind", "gauge",

@@ -66,6 +66,9 @@ static void on_job_done(void *ctx, struct nwb__log_job *job)
         nwb__names_reload_switched(srv, job);
     } else {
         nwb__run_index_log_job(srv->runs, job);
+        if (job->status == NWB__JOB_WRITTEN) {
+            nwb__forwarder_mark(srv->forwarder, job->dir);
+        }
         nwb__conn_job_finished(NWB_CONTAINER_OF(job, struct nwb__conn, job));
     }
     nwb__server_maybe_finish(srv);

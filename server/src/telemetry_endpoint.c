@@ -15,6 +15,7 @@
 #include "nwb/error.h"
 #include "events_int.h"
 #include "read_int.h"
+#include "forward/forwarder.h"
 #include "server_int.h"
 
 /* A run's queue: the request on the pool (busy) and the ones waiting, oldest first. */
@@ -188,6 +189,7 @@ static void tel_done(struct nwb__conn *c)
         nwb__run_index_telemetry(srv->runs, c->job.dir, c->job.program, c->job.run);
     }
     /* The report is rewritten for a stored upload and for a refusal it records (400, 413). */
+    nwb__forwarder_mark(srv->forwarder, c->job.dir);
     nwb__events_telemetry(srv->events, &c->job,
                           (t->res.http_status == 200 && !t->res.duplicate) ||
                               t->res.http_status == 400 || t->res.http_status == 413);

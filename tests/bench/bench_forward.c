@@ -174,6 +174,7 @@ struct fwd_counts {
     double forwarded; /* nwb_forward_records_total */
     double seconds_behind;
     double passes;
+    double full_passes; /* nwb_forward_full_passes_total (-1: a server without it) */
 };
 
 static int counts_get(int port, struct fwd_counts *c)
@@ -187,6 +188,7 @@ static int counts_get(int port, struct fwd_counts *c)
     c->forwarded = metric_of(buf, "nwb_forward_records_total");
     c->seconds_behind = metric_of(buf, "nwb_forward_seconds_behind");
     c->passes = metric_of(buf, "nwb_forward_passes_total");
+    c->full_passes = metric_of(buf, "nwb_forward_full_passes_total");
     return c->ingested < 0 ? -1 : 0;
 }
 
@@ -579,7 +581,7 @@ out:
 struct idle_result {
     int ok;
     int runs;
-    double passes_s, cpu_per_pass_us, fwd_cpu_per_s, server_cpu_per_s;
+    double passes_s, full_passes, cpu_per_pass_us, fwd_cpu_per_s, server_cpu_per_s;
 };
 
 static void idle_section(struct bench *b, struct idle_result *r)
@@ -636,16 +638,17 @@ static void idle_section(struct bench *b, struct idle_result *r)
 
         r->ok = 1;
         r->passes_s = passes / secs;
+        r->full_passes = c1.full_passes < 0 ? passes : c1.full_passes - c0.full_passes;
         r->cpu_per_pass_us = passes > 0 ? fwd * 1e6 / passes : 0;
         r->fwd_cpu_per_s = fwd / secs;
         r->server_cpu_per_s = (nwb_bench_proc_cpu_s(p.pid) - s0) / secs;
     }
     printf("%d finished runs, all forwarded; a %d ms window with nothing new.\n\n", r->runs,
            IDLE_WINDOW_MS);
-    printf("| runs | passes/s | forwarder CPU µs per pass | forwarder CPU per s | server CPU per "
-           "s |\n|---:|---:|---:|---:|---:|\n");
-    printf("| %d | %.1f | %.0f | %.4f | %.4f |\n\n", r->runs, r->passes_s, r->cpu_per_pass_us,
-           r->fwd_cpu_per_s, r->server_cpu_per_s);
+    printf("| runs | passes/s | full scans in the window | forwarder CPU µs per pass | forwarder "
+           "CPU per s | server CPU per s |\n|---:|---:|---:|---:|---:|---:|\n");
+    printf("| %d | %.1f | %.0f | %.0f | %.4f | %.4f |\n\n", r->runs, r->passes_s, r->full_passes,
+           r->cpu_per_pass_us, r->fwd_cpu_per_s, r->server_cpu_per_s);
 out:
     nwb_bench_proc_stop(&p, SIGTERM, 60000);
     drop_database(b, db);

@@ -35,6 +35,7 @@
 #include "ch_schema.h"
 #include "forwarder.h"
 #include "fwd_cursor.h"
+#include "fwd_dirty.h"
 #include "log_line_parse.h"
 #include "tel_frames_read.h"
 #include "tel_summary.h"
@@ -57,6 +58,11 @@ struct nwb__forwarder {
     int stop;                    /* guarded by mu */
     int wake;                    /* guarded by mu */
     struct nwb__fwd_stats stats; /* guarded by mu */
+    /* Runs written since the last pass (nwb__forwarder_mark); the pass swaps in visiting. */
+    struct nwb__fwd_dirty *marked;   /* guarded by mu */
+    struct nwb__fwd_dirty *visiting; /* forwarder thread only */
+    int rescan;                      /* forwarder thread only: the next pass scans runs/ */
+    nwb_deadline_t next_rescan;      /* forwarder thread only: the safety-net full scan */
     /* forwarder thread only */
     struct nwb__ch_http http;
     char out_dir[4096];
@@ -74,8 +80,9 @@ struct nwb__forwarder {
     uint64_t pass_bytes_behind, pass_records_behind;
     uint64_t pass_oldest_s; /* 0: none */
     int dry; /* ClickHouse unreachable: a pass that only measures the backlog, sends nothing */
-    /* nwb_runs: a row for each run whose files changed at or after runs_since_ns (wall
-     * clock; 0 at start, so every run once), sent at the end of a pass. */
+    /* nwb_runs: a row for each marked run, and at a full scan for each run whose files changed
+     * at or after runs_since_ns (wall clock: the start of the last full scan that sent its
+     * rows, minus the slack; 0 at start, so every run once), sent at the end of a pass. */
     nwb_buf_t run_rows;
     uint64_t runs_since_ns;
     char runs_sql[256];
@@ -546,9 +553,11 @@ static uint64_t mtime_ns_of(const struct stat *st)
     return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
 }
 
-/* Add run @p name's nwb_runs row when its log or counters changed since runs_since_ns.
- * Returns -1 when the rows buffer is full (the row was not added), else 0. */
-static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_ns)
+/* Add run @p name's nwb_runs row when its log or counters changed at or after @p since_ns
+ * (0: whatever its files say). Returns -1 when the rows buffer is full (the row was not
+ * added), else 0. */
+static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t since_ns,
+                       uint64_t now_ns)
 {
     char dir[4096 + 300];
     struct nwb__run_info info;
@@ -575,8 +584,7 @@ static int run_row_add(struct nwb__forwarder *f, const char *name, uint64_t now_
         mtime_ns_of(&st) > changed) {
         changed = mtime_ns_of(&st);
     }
-    if ((f->runs_since_ns == 0 || changed >= f->runs_since_ns) &&
-        nwb__run_info_load(fd, name, &info) == 0) {
+    if ((since_ns == 0 || changed >= since_ns) && nwb__run_info_load(fd, name, &info) == 0) {
         struct nwb__ch_tel_summary tel;
         const char *why = NULL;
         const int terr = nwb__tel_summary_read(fd, &tel, &why);
@@ -608,85 +616,127 @@ static uint64_t runs_since_after(uint64_t pass_ns)
     return pass_ns > NWB__FWD_MTIME_SLACK_NS ? pass_ns - NWB__FWD_MTIME_SLACK_NS : 1;
 }
 
-/* One pass over runs/. Returns -1 when an insert failed, 1 when runs have more, else 0. */
+/* What one pass has found so far. */
+struct pass_state {
+    uint64_t pass_ns;  /* its start, wall clock */
+    uint64_t since_ns; /* nwb_runs rows for runs changed since (0: every visited run) */
+    int rc;            /* -1 an insert failed, 1 a run has more, else 0 */
+    int rows_full;     /* a run's nwb_runs row did not fit */
+};
+
+/* Visit run directory @p name: its new lines, frames and nwb_runs row. */
+static void visit_run(struct nwb__forwarder *f, const char *name, struct pass_state *ps)
+{
+    int r = forward_run(f, name);
+
+    if (r != -1 && !f->dry) {
+        struct nwb__run_name rn;
+
+        if (nwb__run_id_valid(name, strlen(name)) && nwb__run_id_parse(name, strlen(name), &rn)) {
+            char program[128], run[160];
+            const struct nwb__ch_run_ident ident = {program, run, f->host, name};
+            int fr;
+
+            snprintf(program, sizeof(program), "%.*s", (int)rn.program_len, rn.program);
+            snprintf(run, sizeof(run), "%.*s", (int)rn.run_len, rn.run);
+            fr = forward_frames(f, name, &ident, rn.started_ns);
+            r = fr == -1 ? -1 : r != 0 ? r : fr;
+        }
+    }
+    if (r == -1) {
+        /* After a failure the rest of the pass only measures what waits: nothing more is
+         * sent until the backoff has passed. */
+        ps->rc = -1;
+        f->dry = 1;
+    } else if (r != 0) {
+        if (ps->rc != -1) {
+            ps->rc = r;
+        }
+        /* More than a pass's budget: visited again by the next pass. */
+        pthread_mutex_lock(&f->mu);
+        nwb__fwd_dirty_add(f->marked, name);
+        pthread_mutex_unlock(&f->mu);
+    }
+    if (!f->dry && nwb__run_id_valid(name, strlen(name)) &&
+        run_row_add(f, name, ps->since_ns, ps->pass_ns) != 0) {
+        ps->rows_full = 1;
+    }
+}
+
+/*
+ * One pass: over every run of runs/ at a full scan (the first pass, after a failure or an
+ * overflow of the marks, and every NWB__FWD_RESCAN_MS as a safety net), else over the runs
+ * marked since the last pass only, so finished runs cost nothing. Returns -1 when an insert
+ * failed, 1 when runs have more, else 0.
+ */
 static int pass(struct nwb__forwarder *f)
 {
-    char runs[4096 + 16];
-    DIR *d;
-    uint64_t pass_ns;
-    int rows_full = 0;
+    struct pass_state ps = {0, 0, 0, 0};
     const int was_dry = f->dry;
-    int rc = 0;
+    int full;
 
     f->pass_bytes_behind = 0;
     f->pass_records_behind = 0;
     f->pass_oldest_s = 0;
-    snprintf(runs, sizeof(runs), "%s/runs", f->out_dir);
-    d = opendir(runs);
-    if (d == NULL) {
-        return 0;
-    }
     {
         struct timespec ts;
 
         clock_gettime(CLOCK_REALTIME, &ts);
-        pass_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        ps.pass_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     }
+    {
+        struct nwb__fwd_dirty *const swap = f->visiting;
+
+        nwb__fwd_dirty_clear(swap);
+        pthread_mutex_lock(&f->mu);
+        f->visiting = f->marked;
+        f->marked = swap;
+        pthread_mutex_unlock(&f->mu);
+    }
+    full = f->rescan || f->dry || f->visiting->overflow || nwb_deadline_expired(&f->next_rescan);
     nwb_buf_reset(&f->run_rows);
-    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        int r;
+    if (full) {
+        char runs[4096 + 16];
+        DIR *d;
 
-        if (e->d_name[0] == '.') {
-            continue;
+        snprintf(runs, sizeof(runs), "%s/runs", f->out_dir);
+        d = opendir(runs);
+        if (d == NULL) {
+            return 0;
         }
-        r = forward_run(f, e->d_name);
-        if (r != -1 && !f->dry) {
-            struct nwb__run_name rn;
-
-            if (nwb__run_id_valid(e->d_name, strlen(e->d_name)) &&
-                nwb__run_id_parse(e->d_name, strlen(e->d_name), &rn)) {
-                char program[128], run[160];
-                const struct nwb__ch_run_ident ident = {program, run, f->host, e->d_name};
-                int fr;
-
-                snprintf(program, sizeof(program), "%.*s", (int)rn.program_len, rn.program);
-                snprintf(run, sizeof(run), "%.*s", (int)rn.run_len, rn.run);
-                fr = forward_frames(f, e->d_name, &ident, rn.started_ns);
-                r = fr == -1 ? -1 : r != 0 ? r : fr;
+        ps.since_ns = f->runs_since_ns;
+        for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+            if (e->d_name[0] != '.') {
+                visit_run(f, e->d_name, &ps);
             }
         }
-        if (r == -1) {
-            /* After a failure the rest of the pass only measures what waits: nothing more is
-             * sent until the backoff has passed. */
-            rc = -1;
-            f->dry = 1;
-        } else if (r != 0 && rc != -1) {
-            rc = r;
-        }
-        if (!f->dry && nwb__run_id_valid(e->d_name, strlen(e->d_name)) &&
-            run_row_add(f, e->d_name, pass_ns) != 0) {
-            rows_full = 1;
+        closedir(d);
+    } else {
+        for (uint32_t i = 0; i < f->visiting->count; i++) {
+            visit_run(f, f->visiting->name[i], &ps);
         }
     }
-    closedir(d);
     f->dry = was_dry;
-    if (rc != -1 && f->run_rows.len > 0) {
-        if (post(f, f->runs_sql, f->run_rows.data, f->run_rows.len, INSERT_WHAT) != 0) {
-            rc = -1;
-        } else if (!rows_full) {
-            /* A change during the pass is seen again by the next one (>=): sent twice at
-             * worst, which the newest updated_ns collapses. Rows that did not fit keep
-             * runs_since_ns where it was, so the next pass sends them. */
-            f->runs_since_ns = runs_since_after(pass_ns);
-        }
-    } else if (rc != -1 && !rows_full) {
-        f->runs_since_ns = runs_since_after(pass_ns);
+    if (ps.rc != -1 && f->run_rows.len > 0 &&
+        post(f, f->runs_sql, f->run_rows.data, f->run_rows.len, INSERT_WHAT) != 0) {
+        ps.rc = -1;
     }
-    if (rc != -1 && forward_crashes(f, pass_ns) != 0) {
-        rc = -1;
+    /* A change during the pass is seen again by the next full scan (>=): sent twice at worst,
+     * which the newest updated_ns collapses. Rows that did not fit, or a failure, make the
+     * next pass a full scan from where the last complete one started. */
+    if (ps.rc == -1 || ps.rows_full || was_dry) {
+        f->rescan = 1; /* a dry pass sent nothing: the marks it took are in the next scan */
+    } else if (full && !was_dry) {
+        f->runs_since_ns = runs_since_after(ps.pass_ns);
+        f->rescan = 0;
+        f->next_rescan = nwb_deadline_in_ms(NWB__FWD_RESCAN_MS);
+    }
+    if (ps.rc != -1 && forward_crashes(f, ps.pass_ns) != 0) {
+        ps.rc = -1;
     }
     pthread_mutex_lock(&f->mu);
     f->stats.passes_total++;
+    f->stats.full_passes_total += full;
     f->stats.bytes_behind = f->pass_bytes_behind;
     f->stats.records_behind = f->pass_records_behind;
     f->stats.seconds_behind =
@@ -695,7 +745,7 @@ static int pass(struct nwb__forwarder *f)
         f->stats.seconds_behind = 0;
     }
     pthread_mutex_unlock(&f->mu);
-    return rc;
+    return ps.rc;
 }
 
 static void *forwarder_main(void *arg)
@@ -802,7 +852,13 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
              "INSERT INTO %s.nwb_frames (" NWB__CH_FRAMES_COLUMNS ") FORMAT TabSeparated",
              f->http.database);
     f->chunk = nwb_malloc(NWB__FWD_BATCH_BYTES);
-    if (f->chunk == NULL) {
+    f->marked = nwb_calloc(1, sizeof(*f->marked));
+    f->visiting = nwb_calloc(1, sizeof(*f->visiting));
+    f->rescan = 1;
+    if (f->chunk == NULL || f->marked == NULL || f->visiting == NULL) {
+        nwb_free(f->chunk);
+        nwb_free(f->marked);
+        nwb_free(f->visiting);
         nwb_free(f);
         return UV_ENOMEM;
     }
@@ -815,6 +871,8 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         pthread_mutex_destroy(&f->crash_mu);
         pthread_mutex_destroy(&f->mu);
         nwb_free(f->chunk);
+        nwb_free(f->marked);
+        nwb_free(f->visiting);
         nwb_free(f);
         return -rc;
     }
@@ -834,6 +892,16 @@ void nwb__forwarder_wake(struct nwb__forwarder *f)
     pthread_mutex_lock(&f->mu);
     f->wake = 1;
     pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void nwb__forwarder_mark(struct nwb__forwarder *f, const char *run_dir)
+{
+    if (f == NULL || run_dir == NULL || run_dir[0] == '\0') {
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    nwb__fwd_dirty_add(f->marked, run_dir);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -864,6 +932,8 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     nwb_buf_cleanup(&f->crash_rows);
     nwb_buf_cleanup(&f->frame_rows);
     nwb_free(f->chunk);
+    nwb_free(f->marked);
+    nwb_free(f->visiting);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->crash_mu);
     pthread_mutex_destroy(&f->mu);

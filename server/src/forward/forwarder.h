@@ -38,6 +38,9 @@
 
 /** The forwarder thread's nice value (the rest of the server keeps its own). */
 #define NWB__FWD_NICE 10
+/* A full scan of runs/ at least this often (ms), beside the passes over the runs marked
+ * written (nwb__forwarder_mark): the safety net for a change nobody marked. */
+#define NWB__FWD_RESCAN_MS 60000u
 /* The forwarder thread's name (/proc/PID/task/TID/comm), for per-thread CPU figures. */
 #define NWB__FWD_THREAD_NAME "nwb-forward"
 
@@ -55,18 +58,19 @@ struct nwb__fwd_config {
 
 /** What /metrics shows (nwb_forward_*). */
 struct nwb__fwd_stats {
-    uint64_t records_total;    /* lines ClickHouse acknowledged */
-    uint64_t bytes_total;      /* log.txt bytes they took */
-    uint64_t inserts_total;    /* inserts answered 200 */
-    uint64_t inserts_failed;   /* inserts refused or not answered */
-    uint64_t lines_skipped;    /* lines the parser refused (never sent) */
-    uint64_t frames_total;     /* nwb_frames rows acknowledged */
-    uint64_t crash_rows_total; /* nwb_crashes rows acknowledged (a crash once per change) */
-    uint64_t bytes_behind;     /* log.txt bytes not yet acknowledged, at the last pass */
-    uint64_t records_behind;   /* complete lines read but not yet acknowledged */
-    double seconds_behind;     /* age of the oldest unacknowledged line, 0 when none */
-    uint64_t passes_total;     /* passes over runs/ done (busy or idle) */
-    int up;                    /* 1 when the last request was answered 200 */
+    uint64_t records_total;     /* lines ClickHouse acknowledged */
+    uint64_t bytes_total;       /* log.txt bytes they took */
+    uint64_t inserts_total;     /* inserts answered 200 */
+    uint64_t inserts_failed;    /* inserts refused or not answered */
+    uint64_t lines_skipped;     /* lines the parser refused (never sent) */
+    uint64_t frames_total;      /* nwb_frames rows acknowledged */
+    uint64_t crash_rows_total;  /* nwb_crashes rows acknowledged (a crash once per change) */
+    uint64_t bytes_behind;      /* log.txt bytes not yet acknowledged, at the last pass */
+    uint64_t records_behind;    /* complete lines read but not yet acknowledged */
+    double seconds_behind;      /* age of the oldest unacknowledged line, 0 when none */
+    uint64_t passes_total;      /* passes done (busy or idle) */
+    uint64_t full_passes_total; /* of which full scans of runs/ */
+    int up;                     /* 1 when the last request was answered 200 */
 };
 
 struct nwb__forwarder;
@@ -81,6 +85,13 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
 
 /** A snapshot of the counters; any thread. */
 void nwb__forwarder_stats(struct nwb__forwarder *f, struct nwb__fwd_stats *out);
+
+/**
+ * Run directory @p run_dir (under runs/) was written (log lines, a telemetry upload): the
+ * next pass visits it. Between full scans a pass visits only the marked runs. Loop thread
+ * (any thread), cheap: a lock and a hash probe; NULL-safe.
+ */
+void nwb__forwarder_mark(struct nwb__forwarder *f, const char *run_dir);
 
 /** Start a pass now (new lines were written); any thread, cheap, never blocks on I/O. */
 void nwb__forwarder_wake(struct nwb__forwarder *f);
