@@ -265,6 +265,13 @@ void nwb__run_index_telemetry(struct nwb__run_index *idx, const char *dir, const
 /* Crash worker notice (any thread; the index applies it on the loop thread). */
 void nwb__run_index_crash_settled(void *idx, const struct nwb__crash_settled *s);
 
+/* Called on the loop thread with a run's directory once its counters file was written. */
+typedef void (*nwb__run_saved_fn)(void *ctx, const char *dir);
+
+/* Call @p fn after each run's counters file is written (one listener; NULL stops): the
+ * ClickHouse forwarder's nwb_runs row follows it. */
+void nwb__run_index_on_saved(struct nwb__run_index *idx, nwb__run_saved_fn fn, void *ctx);
+
 /* Call @p fn on the loop thread after every change (one listener; NULL stops). */
 void nwb__run_index_watch(struct nwb__run_index *idx, nwb__run_change_fn fn, void *ctx);
 

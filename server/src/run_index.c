@@ -92,6 +92,8 @@ struct nwb__run_index {
     int full_reported;
     nwb__run_change_fn watch_fn;
     void *watch_ctx;
+    nwb__run_saved_fn saved_fn; /* after a run's counters file was written */
+    void *saved_ctx;
     /* runs that are live, and the timer that reports each one ended (runs only while any is) */
     struct entry *live_head;
     uv_timer_t live_timer;
@@ -550,6 +552,9 @@ static void batch_apply(struct nwb__run_index *idx)
         } else if (it->err == 0) {
             idx->write_err_reported = 0;
         }
+        if (it->err == 0 && idx->saved_fn != NULL) {
+            idx->saved_fn(idx->saved_ctx, it->snap.id);
+        }
     }
     idx->batch_len = 0;
 }
@@ -879,6 +884,12 @@ void nwb__run_index_attach_crashes(struct nwb__run_index *idx, struct nwb__crash
     /* The hook first: what settles during the scan is noticed twice, and counted once. */
     nwb__crash_ingest_on_settled(ci, nwb__run_index_crash_settled, idx);
     (void)nwb__crash_ingest_each(ci, crash_seen, idx);
+}
+
+void nwb__run_index_on_saved(struct nwb__run_index *idx, nwb__run_saved_fn fn, void *ctx)
+{
+    idx->saved_fn = fn;
+    idx->saved_ctx = ctx;
 }
 
 void nwb__run_index_watch(struct nwb__run_index *idx, nwb__run_change_fn fn, void *ctx)

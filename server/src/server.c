@@ -74,6 +74,14 @@ static void on_job_done(void *ctx, struct nwb__log_job *job)
     nwb__server_maybe_finish(srv);
 }
 
+/* A run's counters file was written: the forwarder's next pass sends its nwb_runs row. */
+static void on_run_saved(void *ctx, const char *dir)
+{
+    struct nwb_server *srv = ctx;
+
+    nwb__forwarder_mark(srv->forwarder, dir);
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     struct nwb_server *srv = listener->data;
@@ -605,6 +613,7 @@ int nwb_server_create(uv_loop_t *loop, const nwb_server_config_t *cfg, nwb_serve
     if (err) {
         goto fail;
     }
+    nwb__run_index_on_saved(srv->runs, on_run_saved, srv);
     err = uv_async_init(loop, &srv->stop_async, on_stop_async);
     if (err) {
         snprintf(errbuf, errlen, "uv_async_init: %s", uv_strerror(err));

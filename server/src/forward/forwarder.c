@@ -793,6 +793,9 @@ static void *forwarder_main(void *arg)
         while (!f->stop && !(f->wake && r != -1) && !nwb_deadline_expired(&until)) {
             nwb_cond_wait_until(&f->cv, &f->mu, &until);
         }
+        if (f->wake) {
+            f->rescan = 1; /* lines were written, of which runs the caller did not say */
+        }
         f->wake = 0;
         if (f->stop) {
             pthread_mutex_unlock(&f->mu);
