@@ -337,7 +337,7 @@ static double ingest_section(struct bench *b, double *shared_ratio)
     double ratio[V_COUNT][MAX_PAIRS];
     int n = 0;
 
-    printf("### Ingest without and with forwarding\n\n");
+    printf("#### Ingest without and with forwarding\n\n");
     printf("%d connections, %u-byte binary batches (%u records), %.1f s per run, %d rounds of "
            "off / on / on with ClickHouse reniced (order rotated each round); CPU columns are "
            "CPU seconds per second of the run.\n\n",
@@ -406,7 +406,7 @@ static void backlog_section(struct bench *b, struct backlog_result *r)
     long long ms;
 
     memset(r, 0, sizeof(*r));
-    printf("### Forwarding a backlog\n\n");
+    printf("#### Forwarding a backlog\n\n");
     if (nwb_bench_tmpdir("forward", out, sizeof(out)) != 0 ||
         server_start(b, out, 0, &p, db, sizeof(db)) != 0) {
         return;
@@ -510,7 +510,7 @@ static void lag_section(struct bench *b, struct lag_result *r)
 
     memset(r, 0, sizeof(*r));
     memset(&s, 0, sizeof(s));
-    printf("### Lag at a paced rate\n\n");
+    printf("#### Lag at a paced rate\n\n");
     if (nwb_bench_tmpdir("forward", out, sizeof(out)) != 0 ||
         server_start(b, out, 1, &p, db, sizeof(db)) != 0) {
         return;
@@ -595,7 +595,7 @@ static void idle_section(struct bench *b, struct idle_result *r)
 
     memset(r, 0, sizeof(*r));
     r->runs = b->o->idle_runs;
-    printf("### Idle passes over many finished runs\n\n");
+    printf("#### Idle passes over many finished runs\n\n");
     if (nwb_bench_tmpdir("forward", out, sizeof(out)) != 0 ||
         server_start(b, out, 1, &p, db, sizeof(db)) != 0) {
         return;
