@@ -114,28 +114,6 @@ static int post_text(int port, const char *program, const char *run, const char 
     return nwb_test_http(port, "POST", "/v1/log", headers, text, strlen(text), NULL, 0);
 }
 
-/* utime + stime of @p pid, in clock ticks. */
-static long long cpu_ticks(pid_t pid)
-{
-    char path[64], buf[2048];
-    unsigned long long ut = 0, st = 0;
-    const char *p;
-    FILE *fp;
-    size_t n;
-
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    fp = fopen(path, "r");
-    assert_non_null(fp);
-    n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    assert_non_null(p);
-    assert_int_equal(
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st), 2);
-    return (long long)(ut + st);
-}
-
 /* ns on a CPU of @p pid's thread named NWB__FWD_THREAD_NAME (schedstat), or -1. */
 static long long forwarder_ns(pid_t pid)
 {
@@ -191,13 +169,13 @@ static void measure(struct fixture *f, struct window *w)
     const long long fp0 = metric(f->srv.port, "nwb_forward_full_passes_total");
     const long long e0 = metric(f->srv.port, "nwb_forward_inserts_failed_total");
     const long long t0 = nwb_test_now_ms();
-    const long long c0 = cpu_ticks(f->srv.pid);
+    const long long c0 = nwb_test_cpu_ticks(f->srv.pid);
     const long long n0 = forwarder_ns(f->srv.pid);
     struct pollfd pfd = {f->srv.stdout_fd, POLLIN, 0};
 
-    assert_true(p0 >= 0 && fp0 >= 0 && e0 >= 0 && n0 >= 0);
+    assert_true(p0 >= 0 && fp0 >= 0 && e0 >= 0 && n0 >= 0 && c0 >= 0);
     assert_int_equal(poll(&pfd, 1, WINDOW_MS), 0);
-    w->ticks = cpu_ticks(f->srv.pid) - c0;
+    w->ticks = nwb_test_cpu_ticks(f->srv.pid) - c0;
     w->fwd_ns = forwarder_ns(f->srv.pid) - n0;
     w->ms = nwb_test_now_ms() - t0;
     w->passes = metric(f->srv.port, "nwb_forward_passes_total") - p0;

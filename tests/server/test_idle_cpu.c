@@ -22,30 +22,6 @@
 #include "server_test_util.h"
 #include "sse_client.h"
 
-/* utime + stime of @p pid, in clock ticks. */
-static long long cpu_ticks(pid_t pid)
-{
-    char path[64];
-    char buf[2048];
-    unsigned long long ut = 0, st = 0;
-    const char *p;
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')'); /* the command name may hold spaces */
-    assert_non_null(p);
-    /* after ") ": state(3) ... utime is field 14, stime 15 */
-    assert_int_equal(
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st), 2);
-    return (long long)(ut + st);
-}
-
 /* Voluntary + involuntary context switches of every thread of @p pid. */
 static long long ctx_switches(pid_t pid)
 {
@@ -116,14 +92,15 @@ static void idle_window(int streams)
         assert_int_equal(nwb_test_sse_next(&es[i], &b, 5000), 1); /* its position */
     }
     t0 = nwb_test_now_ms();
-    c0 = cpu_ticks(srv.pid);
+    c0 = nwb_test_cpu_ticks(srv.pid);
+    assert_true(c0 >= 0);
     s0 = ctx_switches(srv.pid);
     /* The 5 s measuring window: wait on the server's stdout, which must stay quiet. */
     pfd.fd = srv.stdout_fd;
     pfd.events = POLLIN;
     pfd.revents = 0;
     assert_int_equal(poll(&pfd, 1, 5000), 0);
-    ticks = cpu_ticks(srv.pid) - c0;
+    ticks = nwb_test_cpu_ticks(srv.pid) - c0;
     switches = ctx_switches(srv.pid) - s0;
     ms = nwb_test_now_ms() - t0;
     fprintf(stderr,

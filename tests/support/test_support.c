@@ -636,3 +636,29 @@ int nwb_test_wait_file_contains(const char *path, const char *needle, int timeou
         delay = delay < 50 ? delay * 2 : 50;
     }
 }
+
+long long nwb_test_cpu_ticks(pid_t pid)
+{
+    char path[64];
+    char buf[2048];
+    unsigned long long ut = 0, st = 0;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name may hold spaces */
+    /* after ") ": state(3) ... utime is field 14, stime 15 */
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) {
+        return -1;
+    }
+    return (long long)(ut + st);
+}

@@ -122,4 +122,8 @@ int nwb_test_run(const char *const *argv, const char *const *env, const char *ou
 /* Milliseconds on the monotonic clock. */
 long long nwb_test_now_ms(void);
 
+/* utime + stime of process @p pid (all its threads) in clock ticks (sysconf(_SC_CLK_TCK)),
+ * from /proc/PID/stat; -1 when it cannot be read. */
+long long nwb_test_cpu_ticks(pid_t pid);
+
 #endif /* NWB_TEST_SUPPORT_H */
