@@ -634,3 +634,32 @@ int nwb_bench_connect(int port, int timeout_ms)
     }
     return fd;
 }
+
+int nwb_bench_metrics_get(int port, char *buf, size_t cap)
+{
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Connection: close\r\n\r\n";
+    size_t used = 0;
+    const int fd = nwb_bench_connect(port, 5000);
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        const ssize_t n = read(fd, buf + used, cap - 1 - used);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0 || (used += (size_t)n) == cap - 1) {
+            break;
+        }
+    }
+    close(fd);
+    buf[used] = '\0';
+    return strncmp(buf, "HTTP/1.1 200", 12) == 0 ? 0 : -1;
+}

@@ -3,8 +3,8 @@
  * bench_util.h - shared helpers for the benchmarks under tests/bench: a
  * calibrated cycle timer, percentiles, temporary directories, counting log
  * lines on disk, starting/stopping a server process that prints
- * "listening on http://HOST:PORT", and loopback connections to it. Usable
- * from C and C++.
+ * "listening on http://HOST:PORT", loopback connections to it and its
+ * GET /metrics. Usable from C and C++.
  */
 #ifndef NWB_BENCH_UTIL_H
 #define NWB_BENCH_UTIL_H
@@ -141,6 +141,13 @@ double nwb_bench_machine_busy_s(void);
 /** A blocking TCP connection to 127.0.0.1:@p port with @p timeout_ms send and receive
  * timeouts and TCP_NODELAY: the socket, or -1. */
 int nwb_bench_connect(int port, int timeout_ms);
+
+/**
+ * GET /metrics from 127.0.0.1:@p port on a fresh connection (Connection: close, 5 s
+ * timeouts), read to EOF into @p buf (NUL-terminated, cut at @p cap - 1 bytes). 0 on a 200,
+ * else -1.
+ */
+int nwb_bench_metrics_get(int port, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }
