@@ -5,7 +5,9 @@
  * the loop thread when the worker is idle) between bodies above
  * NWB__INLINE_BODY_MAX (always the worker's). log.txt must hold every line
  * exactly once and each connection's lines in the order it sent them, and
- * both paths must really have been taken (nwb_inline_batches_total).
+ * both paths must really have been taken (nwb_inline_batches_total). And a
+ * kill -9 between inline writes still leaves each seq's lines once after the
+ * client resends what it is unsure of.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,11 +155,75 @@ static void test_inline_and_worker_bodies_keep_every_line_once_in_order(void **s
     nwb_test_rmtree(dir);
 }
 
+/* Post @p from..@p to (seq numbers) to run "k9", one small text body each, on one
+ * connection; returns how many were answered 200. */
+static int post_seqs(int port, int from, int to)
+{
+    int fd = nwb_test_connect(port);
+    int ok = 0;
+
+    for (int seq = from; fd >= 0 && seq <= to; seq++) {
+        char head[256], body[512];
+        size_t blen = 0;
+        int status, n;
+
+        for (int k = 0; k < 8; k++) {
+            blen +=
+                (size_t)snprintf(body + blen, sizeof(body) - blen, "seq %03d line %d\n", seq, k);
+        }
+        n = snprintf(head, sizeof(head),
+                     "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nX-NWB-Program: mix\r\n"
+                     "X-NWB-Run: k9\r\nX-NWB-Seq: %d\r\nContent-Length: %zu\r\n\r\n",
+                     seq, blen);
+        if (nwb_test_send_all(fd, head, (size_t)n) != 0 || nwb_test_send_all(fd, body, blen) != 0 ||
+            nwb_test_read_response(fd, &status, NULL, 0) < 0 || status != 200) {
+            break;
+        }
+        ok++;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok;
+}
+
+static void test_kill9_after_inline_writes_keeps_each_seq_once(void **state)
+{
+    struct nwb_test_server srv;
+    char dir[512];
+    char *text;
+
+    (void)state;
+    assert_int_equal(nwb_test_tmpdir("mix9", dir, sizeof(dir)), 0);
+    assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
+    assert_int_equal(post_seqs(srv.port, 1, 20), 20);
+    /* Seqs 2..20 went inline (the run was open, the worker idle). */
+    assert_true(tu_metric(srv.port, "nwb_inline_batches_total") > 0);
+    (void)tu_stop(&srv, SIGKILL, 10000); /* its status: killed by the signal */
+    assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
+    /* The client resends from 15: 15..20 are duplicates, 21..30 new. */
+    assert_int_equal(post_seqs(srv.port, 15, 30), 16);
+    assert_int_equal(tu_metric(srv.port, "nwb_duplicate_batches_total"), 6);
+    assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
+    text = tu_run_log(dir, "mix", "k9");
+    assert_non_null(text);
+    assert_int_equal(tu_count(text, "\n"), 30 * 8);
+    for (int seq = 1; seq <= 30; seq++) {
+        char line[32];
+
+        snprintf(line, sizeof(line), " seq %03d line 7\n", seq);
+        assert_int_equal(tu_count(text, line), 1);
+    }
+    free(text);
+    nwb_test_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_inline_and_worker_bodies_keep_every_line_once_in_order,
                                   tu_reap),
+        cmocka_unit_test_teardown(test_kill9_after_inline_writes_keeps_each_seq_once, tu_reap),
     };
 
     return cmocka_run_group_tests_name("server.inline_mix", tests, NULL, NULL);
