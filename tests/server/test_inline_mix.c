@@ -52,7 +52,6 @@ static void *client_main(void *arg)
     for (int i = 0; fd >= 0 && body != NULL && i < REQUESTS; i++) {
         char head[256];
         size_t blen = 0;
-        int status;
         int n;
 
         for (int k = 0; k < lines_of(i); k++) {
@@ -64,8 +63,7 @@ static void *client_main(void *arg)
                      "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nX-NWB-Program: mix\r\n"
                      "X-NWB-Run: shared\r\nContent-Length: %zu\r\n\r\n",
                      blen);
-        if (nwb_test_send_all(fd, head, (size_t)n) != 0 || nwb_test_send_all(fd, body, blen) != 0 ||
-            nwb_test_read_response(fd, &status, NULL, 0) < 0 || status != 200) {
+        if (!tu_post_on(fd, head, (size_t)n, body, blen)) {
             break;
         }
         c->ok++;
@@ -165,7 +163,7 @@ static int post_seqs(int port, int from, int to)
     for (int seq = from; fd >= 0 && seq <= to; seq++) {
         char head[256], body[512];
         size_t blen = 0;
-        int status, n;
+        int n;
 
         for (int k = 0; k < 8; k++) {
             blen +=
@@ -175,8 +173,7 @@ static int post_seqs(int port, int from, int to)
                      "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nX-NWB-Program: mix\r\n"
                      "X-NWB-Run: k9\r\nX-NWB-Seq: %d\r\nContent-Length: %zu\r\n\r\n",
                      seq, blen);
-        if (nwb_test_send_all(fd, head, (size_t)n) != 0 || nwb_test_send_all(fd, body, blen) != 0 ||
-            nwb_test_read_response(fd, &status, NULL, 0) < 0 || status != 200) {
+        if (!tu_post_on(fd, head, (size_t)n, body, blen)) {
             break;
         }
         ok++;
