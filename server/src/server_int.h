@@ -55,7 +55,7 @@ struct nwb__event_stream; /* one open GET /v1/events answer */
  * NWB__INLINE_TICK_BYTES of bodies per tick of the loop's clock (uv_now(), advanced only
  * between loop turns, so a tick spans one turn or more); past either, the body goes to the
  * worker as before. */
-#define NWB__INLINE_BODY_MAX   (64u * 1024u)
+#define NWB__INLINE_BODY_MAX   (16u * 1024u)
 #define NWB__INLINE_TICK_BYTES (4u * 1024u * 1024u)
 #define NWB__FALLBACK_PROGRAM  "unknown"
 /* runs/<program>_<YYYYmmdd-HHMMSS>_<run>: a run directory's name */

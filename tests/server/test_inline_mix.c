@@ -27,7 +27,7 @@
 #define CLIENTS     6
 #define REQUESTS    30
 #define SMALL_LINES 20   /* ~0.6 KiB: inline when the worker is idle */
-#define LARGE_LINES 2400 /* ~72 KiB: above the 64 KiB inline bound, so the worker's */
+#define LARGE_LINES 2400 /* ~72 KiB: above the 16 KiB inline bound, so the worker's */
 #define LARGE_EVERY 3    /* every third request of a connection is large */
 #define LINE_LEN    30   /* "conn 00 req 000 line 0000 ok\n" is 29 bytes */
 #define BODY_CAP    (LARGE_LINES * LINE_LEN + 64)
@@ -215,12 +215,51 @@ static void test_kill9_after_inline_writes_keeps_each_seq_once(void **state)
     nwb_test_rmtree(dir);
 }
 
+/* NWB__INLINE_BODY_MAX (server_int.h): a body of exactly this many bytes goes inline, one more
+ * byte goes to the worker. */
+#define INLINE_BODY_MAX 16384
+
+/* A text body of exactly @p len bytes (lines of 64, the last one shorter) posted to run "edge". */
+static void post_len(int port, size_t len)
+{
+    static char body[INLINE_BODY_MAX + 1];
+
+    memset(body, 'x', len);
+    for (size_t i = 63; i < len; i += 64) {
+        body[i] = '\n';
+    }
+    body[len - 1] = '\n';
+    assert_int_equal(tu_post(port, "text/plain", "mix", "edge", -1, body, len, NULL, 0), 200);
+}
+
+static void test_inline_bound_is_exact(void **state)
+{
+    struct nwb_test_server srv;
+    char dir[512];
+
+    (void)state;
+    assert_int_equal(nwb_test_tmpdir("mixedge", dir, sizeof(dir)), 0);
+    assert_int_equal(tu_start(&srv, dir, 0, NULL), 0);
+    post_len(srv.port, 100); /* opens the run: the worker's */
+    assert_int_equal(tu_metric(srv.port, "nwb_inline_batches_total"), 0);
+    post_len(srv.port, INLINE_BODY_MAX);
+    assert_int_equal(tu_metric(srv.port, "nwb_inline_batches_total"), 1);
+    post_len(srv.port, INLINE_BODY_MAX + 1);
+    assert_int_equal(tu_metric(srv.port, "nwb_inline_batches_total"), 1);
+    post_len(srv.port, INLINE_BODY_MAX);
+    assert_int_equal(tu_metric(srv.port, "nwb_inline_batches_total"), 2);
+    assert_int_equal(tu_metric(srv.port, "nwb_batches_total"), 4);
+    assert_int_equal(tu_stop(&srv, SIGTERM, 10000), 0);
+    nwb_test_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_inline_and_worker_bodies_keep_every_line_once_in_order,
                                   tu_reap),
         cmocka_unit_test_teardown(test_kill9_after_inline_writes_keeps_each_seq_once, tu_reap),
+        cmocka_unit_test_teardown(test_inline_bound_is_exact, tu_reap),
     };
 
     return cmocka_run_group_tests_name("server.inline_mix", tests, NULL, NULL);
