@@ -8,7 +8,9 @@
  * drains the whole list). Two more job kinds ride the same ordered queue:
  * finding a run's directory (telemetry) and switching the name table
  * (SIGHUP) between two batches. It waits on a condition variable when there
- * is nothing to do: no polling.
+ * is nothing to do: no polling. When it is idle the loop thread may process a
+ * small log body itself (nwb__log_worker_try_inline(), the inline path of
+ * flow.c): the same code, the same order, no cross-thread wake-up.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -286,6 +288,21 @@ void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job)
     if (wake) {
         pthread_cond_signal(&w->cv);
     }
+}
+
+int nwb__log_worker_try_inline(struct nwb__log_worker *w, struct nwb__log_job *job)
+{
+    /* With nothing outstanding the thread holds no job: everything it did to the store, the
+     * buffer and the names happened before deliver() took mu, and our work happens before the
+     * next submit does. */
+    if (w->outstanding != 0 || (job->kind != NWB__JOB_BATCH && job->kind != NWB__JOB_TEXT) ||
+        !nwb__run_store_is_open(w->store, job->program, job->run)) {
+        return 0;
+    }
+    job->next = NULL;
+    job_process(w, job);
+    w->done(w->ctx, job);
+    return 1;
 }
 
 unsigned nwb__log_worker_outstanding(const struct nwb__log_worker *w)

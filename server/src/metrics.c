@@ -108,6 +108,8 @@ static void loop_part(struct nwb_server *srv, struct text *t)
     metric(t, "nwb_bytes_total", "counter", "Body bytes of the log batches written.", m->bytes);
     metric(t, "nwb_batches_total", "counter", "Log batches (POST /v1/log bodies) written.",
            m->batches);
+    metric(t, "nwb_inline_batches_total", "counter",
+           "Log bodies the loop thread handled itself (worker idle, body small).", m->inline_jobs);
     metric(t, "nwb_duplicate_batches_total", "counter",
            "Batches answered 200 without writing: their X-NWB-Seq was already written.",
            m->duplicates);

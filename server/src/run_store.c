@@ -492,6 +492,18 @@ int nwb__run_store_get(struct nwb__run_store *s, const char *program, const char
     return 0;
 }
 
+int nwb__run_store_is_open(const struct nwb__run_store *s, const char *program, const char *run)
+{
+    const uint64_t h = key_hash(program, run);
+
+    for (const struct nwb__run *r = s->buckets[h & (s->nbuckets - 1)]; r != NULL; r = r->hnext) {
+        if (r->hash == h && strcmp(r->program, program) == 0 && strcmp(r->run, run) == 0) {
+            return !r->broken;
+        }
+    }
+    return 0;
+}
+
 int nwb__run_seq_seen(const struct nwb__run *r, int has_seq, uint64_t seq)
 {
     return has_seq && r->has_last && seq <= r->last_seq;

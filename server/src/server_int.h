@@ -45,12 +45,19 @@ struct nwb__event_stream; /* one open GET /v1/events answer */
  * the bytes granted), and up to NWB__BODY_POOL_MAX freed ones are kept for the next requests
  * (at most 4 MiB, freed when the last connection closes): a fresh allocation would fault its
  * pages in on every request. */
-#define NWB__BODY_POOL_CAP    (64u * 1024u)
-#define NWB__BODY_POOL_MAX    64u
-#define NWB__URL_MAX          256u  /* longer paths match no route (404) */
-#define NWB__LINGER_MS        2000u /* wait for the peer's FIN after a closing response */
-#define NWB__RENDER_BUF_SIZE  (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
-#define NWB__FALLBACK_PROGRAM "unknown"
+#define NWB__BODY_POOL_CAP   (64u * 1024u)
+#define NWB__BODY_POOL_MAX   64u
+#define NWB__URL_MAX         256u  /* longer paths match no route (404) */
+#define NWB__LINGER_MS       2000u /* wait for the peer's FIN after a closing response */
+#define NWB__RENDER_BUF_SIZE (4u * 1024u * 1024u) /* worker's line buffer; one write per fill */
+/* The inline path (flow.c): a log body up to NWB__INLINE_BODY_MAX bytes is rendered and
+ * written by the loop thread itself when the log worker is idle and the run is open; at most
+ * NWB__INLINE_TICK_BYTES of bodies per tick of the loop's clock (uv_now(), advanced only
+ * between loop turns, so a tick spans one turn or more); past either, the body goes to the
+ * worker as before. */
+#define NWB__INLINE_BODY_MAX   (16u * 1024u)
+#define NWB__INLINE_TICK_BYTES (4u * 1024u * 1024u)
+#define NWB__FALLBACK_PROGRAM  "unknown"
 /* runs/<program>_<YYYYmmdd-HHMMSS>_<run>: a run directory's name */
 #define NWB__RUN_DIR_MAX (NWB_SAFE_NAME_MAX + 1 + 15 + 1 + NWB_SAFE_NAME_MAX + 8)
 /* A message with its #tokens decoded; tokens that would pass it stay as they are. */
@@ -284,6 +291,7 @@ struct nwb__metrics {
     uint64_t records;      /* records written */
     uint64_t bytes;        /* body bytes of batches written */
     uint64_t batches;      /* batches written */
+    uint64_t inline_jobs;  /* log bodies written by the loop thread itself (flow.c) */
     uint64_t duplicates;   /* batches answered 200 without writing (seq already seen) */
     uint64_t errors;       /* requests answered >= 400 */
     uint64_t write_errors; /* batches that failed to reach the file */
@@ -548,6 +556,11 @@ void nwb__log_worker_submit(struct nwb__log_worker *w, struct nwb__log_job *job)
 
 /* Jobs submitted and not yet returned through the done callback. */
 unsigned nwb__log_worker_outstanding(const struct nwb__log_worker *w);
+/* Loop thread: process a log body job at once, on this thread, and hand it to the done
+ * callback; 1 if it did, 0 (nothing touched) when the worker has a job queued or in flight
+ * (it owns the run store and its buffer until every job came back), the job is no log body,
+ * or its run is not open yet (opening scans runs/: the worker's work). */
+int nwb__log_worker_try_inline(struct nwb__log_worker *w, struct nwb__log_job *job);
 
 /* The worker's run store, for nwb__run_store_tokens_each() from other threads. */
 struct nwb__run_store *nwb__log_worker_store(struct nwb__log_worker *w);
@@ -575,6 +588,9 @@ void nwb__run_store_close(struct nwb__run_store *s);
  */
 int nwb__run_store_get(struct nwb__run_store *s, const char *program, const char *run,
                        uint64_t now_ns, struct nwb__run **out);
+/* 1 when (program, run) is open in the cache and usable: nwb__run_store_get() then neither
+ * opens nor recovers anything. Changes nothing. */
+int nwb__run_store_is_open(const struct nwb__run_store *s, const char *program, const char *run);
 
 /* 1 when a batch with this seq already landed (seq <= the run's last seq). */
 int nwb__run_seq_seen(const struct nwb__run *r, int has_seq, uint64_t seq);
@@ -874,6 +890,8 @@ struct nwb_server {
     struct nwb__conn *queue_head, *queue_tail;
     int reading_paused;
     int granting;
+    uint64_t inline_tick; /* uv_now() of the tick inline_bytes counts */
+    size_t inline_bytes;  /* body bytes written inline in that tick */
     /* the log worker */
     struct nwb__log_worker *worker;
     /* name symbols: the current table (new telemetry ingests and the next switch) and the

@@ -128,6 +128,17 @@ static inline int tu_post(int port, const char *ctype, const char *program, cons
     return nwb_test_http(port, "POST", "/v1/log", headers, body, len, resp, cap);
 }
 
+/* One POST /v1/log on the keep-alive @p fd: the head (@p head, ending in the blank line), the
+ * body, then the answer. 1 when it was 200, 0 otherwise (or on a socket error). */
+static inline int tu_post_on(int fd, const char *head, size_t head_len, const void *body,
+                             size_t len)
+{
+    int status = 0;
+
+    return nwb_test_send_all(fd, head, head_len) == 0 && nwb_test_send_all(fd, body, len) == 0 &&
+           nwb_test_read_response(fd, &status, NULL, 0) >= 0 && status == 200;
+}
+
 /* The value of the first /metrics sample line starting with @p name (with labels), or -1. */
 static inline long long tu_metric(int port, const char *name)
 {

@@ -39,7 +39,6 @@ static void *client_main(void *arg)
     for (int i = 0; fd >= 0 && i < REQUESTS; i++) {
         char head[256];
         size_t blen = 0;
-        int status;
         int n;
 
         for (int k = 0; k < LINES; k++) {
@@ -50,8 +49,7 @@ static void *client_main(void *arg)
                      "POST /v1/log HTTP/1.1\r\nContent-Type: text/plain\r\nX-NWB-Program: bp\r\n"
                      "X-NWB-Run: c%02d\r\nX-NWB-Seq: %d\r\nContent-Length: %zu\r\n\r\n",
                      c->id, i + 1, blen);
-        if (nwb_test_send_all(fd, head, (size_t)n) != 0 || nwb_test_send_all(fd, body, blen) != 0 ||
-            nwb_test_read_response(fd, &status, NULL, 0) < 0 || status != 200) {
+        if (!tu_post_on(fd, head, (size_t)n, body, blen)) {
             break;
         }
         c->ok++;
