@@ -84,6 +84,19 @@ static void idle_window(int streams)
     while (tu_metric(srv.port, "nwb_connections_open") != 1 && nwb_test_now_ms() - t0 < 5000) {
         poll(NULL, 0, 5);
     }
+    /* The run index writes the run's counters a second after its last change: wait for that
+     * write (50 records), so the window measures idleness, not the tail of the warm-up. */
+    {
+        char counters[1024];
+        char *slash;
+
+        assert_int_equal(nwb_test_find_run_log(dir, "idle", "r", counters, sizeof(counters)), 0);
+        slash = strrchr(counters, '/');
+        assert_non_null(slash);
+        snprintf(slash + 1, sizeof(counters) - (size_t)(slash + 1 - counters), "%s",
+                 ".nwb-counters");
+        assert_int_equal(nwb_test_wait_file_contains(counters, "\nrecords=50\n", 10000), 1);
+    }
     for (int i = 0; i < streams; i++) {
         struct nwb_test_sse_block b;
 
