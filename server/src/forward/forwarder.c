@@ -137,7 +137,19 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
         }
         return 0;
     }
-    if (err != 0) {
+    if (err != 0 && f->http.tls_reason[0] != '\0') {
+        char msg[NWB__CH_HOST_MAX + 8 + 16 + NWB__CH_TLS_REASON_MAX + 16];
+
+        /* OpenSSL's own words: "certificate verify failed: unable to get local issuer
+         * certificate", "... hostname mismatch", ... */
+        snprintf(msg, sizeof(msg), "%s:%d TLS refused: %s", f->http.host, f->http.port,
+                 f->http.tls_reason);
+        f->failed_what = NULL;
+        log_failure(f, msg);
+        pthread_mutex_lock(&f->mu);
+        f->stats.tls_failures++;
+        pthread_mutex_unlock(&f->mu);
+    } else if (err != 0) {
         char ebuf[128];
         char msg[NWB__CH_HOST_MAX + 8 + 16 + 128 + 16];
 
@@ -763,6 +775,9 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         return UV_ENOMEM;
     }
     rc = nwb__ch_http_init(&f->http, cfg->url, err, errlen);
+    if (rc == 0) {
+        rc = nwb__ch_http_tls_setup(&f->http, cfg->ca_file, err, errlen);
+    }
     if (rc == 0 && cfg->user != NULL &&
         nwb__ch_http_set_credentials(&f->http, cfg->user,
                                      cfg->password != NULL ? cfg->password : "") != 0) {
@@ -770,6 +785,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         rc = NWB_ECONFIG;
     }
     if (rc != 0) {
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return rc;
     }
@@ -801,6 +817,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
              f->http.database);
     f->chunk = nwb_malloc(NWB__FWD_BATCH_BYTES);
     if (f->chunk == NULL) {
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return UV_ENOMEM;
     }
@@ -813,6 +830,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         pthread_mutex_destroy(&f->crash_mu);
         pthread_mutex_destroy(&f->mu);
         nwb_free(f->chunk);
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return -rc;
     }
@@ -855,7 +873,7 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     pthread_cond_signal(&f->cv);
     pthread_mutex_unlock(&f->mu);
     pthread_join(f->thread, NULL);
-    nwb__ch_http_close(&f->http);
+    nwb__ch_http_cleanup(&f->http);
     nwb_buf_cleanup(&f->rows);
     nwb_buf_cleanup(&f->answer);
     nwb_buf_cleanup(&f->run_rows);
