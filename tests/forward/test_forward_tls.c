@@ -5,7 +5,8 @@
  * a throw-away CA: with that CA (--forward-ca-file) every line arrives exactly once; with
  * another CA, or the system's trust store, or a host name the certificate does not name,
  * nothing is sent, the verification failure is one log line and a /metrics counter, and
- * ingest goes on answering 200.
+ * ingest goes on answering 200; ClickHouse killed and restarted under an https forwarder;
+ * the CA options that stop the server at start.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -223,20 +224,19 @@ static size_t wait_stderr(struct fixture *f, char *acc, size_t cap, const char *
     }
 }
 
-static void test_forward_tls_records_arrive_exactly_once(void **state)
+/* Wait until nwb_tls.nwb_logs FINAL holds exactly @p lines rows of @p run. */
+static void wait_count(struct fixture *f, const char *run, size_t lines)
 {
-    struct fixture *f = *state;
     const long long deadline = nwb_test_now_ms() + WAIT_MS;
+    char sql[256];
     long long n = -1;
-    size_t lines;
 
-    server_start(f, "127.0.0.1", "nwb_tls", f->ca.cert_path);
-    log_run(f, "tls1", LINES);
-    lines = log_txt_lines(f, "tls1");
-    assert_int_equal(lines, LINES);
+    snprintf(sql, sizeof sql,
+             "SELECT count() FROM nwb_tls.nwb_logs FINAL WHERE program = '" PROGRAM
+             "' AND run = '%s'",
+             run);
     while (nwb_test_now_ms() < deadline) {
-        n = nwb_test_clickhouse_count(&f->ch, "SELECT count() FROM nwb_tls.nwb_logs FINAL "
-                                              "WHERE program = '" PROGRAM "' AND run = 'tls1'");
+        n = nwb_test_clickhouse_count(&f->ch, sql);
         if (n == (long long)lines) {
             break;
         }
@@ -245,11 +245,34 @@ static void test_forward_tls_records_arrive_exactly_once(void **state)
         poll(NULL, 0, 50);
     }
     assert_int_equal(n, (long long)lines);
+}
+
+static void test_forward_tls_records_arrive_exactly_once(void **state)
+{
+    struct fixture *f = *state;
+    size_t lines;
+
+    server_start(f, "127.0.0.1", "nwb_tls", f->ca.cert_path);
+    log_run(f, "tls1", LINES);
+    lines = log_txt_lines(f, "tls1");
+    assert_int_equal(lines, LINES);
+    wait_count(f, "tls1", lines);
     /* Rows, not a re-sent batch collapsing: the plain count is the same. */
     assert_int_equal(nwb_test_clickhouse_count(&f->ch, "SELECT count() FROM nwb_tls.nwb_logs"),
                      (long long)lines);
     wait_metric(f, "nwb_forward_records_total", (long long)lines);
     assert_int_equal(metric_value(f, "nwb_forward_up"), 1);
+    assert_int_equal(metric_value(f, "nwb_forward_tls_failures_total"), 0);
+
+    /* ClickHouse killed and restarted: the backlog waits, a new handshake resumes it. */
+    assert_int_equal(nwb_test_clickhouse_stop(&f->ch, SIGKILL, 10000), 0);
+    log_run(f, "tls2", LINES);
+    wait_metric(f, "nwb_forward_inserts_failed_total", 1);
+    assert_int_equal(nwb_test_clickhouse_restart(&f->ch), 0);
+    wait_count(f, "tls2", log_txt_lines(f, "tls2"));
+    assert_int_equal(nwb_test_clickhouse_count(&f->ch, "SELECT count() FROM nwb_tls.nwb_logs"),
+                     (long long)(lines + LINES));
+    /* A refused connection is not a TLS failure. */
     assert_int_equal(metric_value(f, "nwb_forward_tls_failures_total"), 0);
 }
 
@@ -307,6 +330,48 @@ static void test_forward_tls_hostname_mismatch_refused(void **state)
     expect_refused(f, "nwb_tls_name", "TLS refused: certificate verify failed: hostname mismatch");
 }
 
+/* nwb-logserver with @p args exits 2 at start with @p reason on stderr. */
+static void expect_exit_2(struct fixture *f, const char *const *args, const char *reason)
+{
+    char log[700];
+    char *text;
+    size_t len = 0;
+    int status;
+
+    snprintf(log, sizeof log, "%s/start.log", f->dir);
+    status = nwb_test_run(args, NULL, log, 30000);
+    text = nwb_test_read_file(log, &len);
+    assert_non_null(text);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 2) || strstr(text, reason) == NULL) {
+        fail_msg("want exit 2 with \"%s\", got status %d and:\n%s", reason, status, text);
+    }
+    free(text);
+}
+
+static void test_forward_tls_bad_ca_options_exit_2(void **state)
+{
+    struct fixture *f = *state;
+    char url[128], empty[600], out[600];
+    const char *http_with_ca[] = {
+        NWB_TEST_SERVER_EXE, "--port",        "0", "--out", out, "--forward-clickhouse", url,
+        "--forward-ca-file", f->ca.cert_path, NULL};
+    const char *empty_ca[] = {
+        NWB_TEST_SERVER_EXE, "--port", "0", "--out", out, "--forward-clickhouse", url,
+        "--forward-ca-file", empty,    NULL};
+    const char *ca_alone[] = {NWB_TEST_SERVER_EXE, "--port",        "0", "--out", out,
+                              "--forward-ca-file", f->ca.cert_path, NULL};
+
+    snprintf(out, sizeof out, "%s/out", f->dir);
+    snprintf(empty, sizeof empty, "%s/empty.pem", f->dir);
+    assert_int_equal(nwb_test_write_file(empty, "", 0, 0600), 0);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", f->ch.http_port);
+    expect_exit_2(f, http_with_ca, "--forward-ca-file is only for an https:// URL");
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/", f->ch.https_port);
+    expect_exit_2(f, empty_ca, "no PEM certificate (-----BEGIN CERTIFICATE-----) in it");
+    expect_exit_2(f, ca_alone, "--forward-ca-file needs an https --forward-clickhouse");
+    nwb_test_rmtree(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +379,7 @@ int main(void)
         cmocka_unit_test_teardown(test_forward_tls_wrong_ca_forwards_nothing, teardown),
         cmocka_unit_test_teardown(test_forward_tls_system_store_refuses_unknown_ca, teardown),
         cmocka_unit_test_teardown(test_forward_tls_hostname_mismatch_refused, teardown),
+        cmocka_unit_test(test_forward_tls_bad_ca_options_exit_2),
     };
 
     return cmocka_run_group_tests_name("forward.forward_tls", tests, group_setup, group_teardown);
