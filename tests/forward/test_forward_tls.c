@@ -330,6 +330,21 @@ static void test_forward_tls_hostname_mismatch_refused(void **state)
     expect_refused(f, "nwb_tls_name", "TLS refused: certificate verify failed: hostname mismatch");
 }
 
+/* An https URL to ClickHouse's plain HTTP port: the handshake fails (no certificate to
+ * check), with OpenSSL's reason, the same way. */
+static void test_forward_tls_plain_port_refused(void **state)
+{
+    struct fixture *f = *state;
+    char url[256];
+    const char *extra[] = {"--forward-clickhouse", url, "--forward-ca-file", f->ca.cert_path, NULL};
+
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/?database=nwb_tls_plain", f->ch.http_port);
+    assert_int_equal(nwb_test_tmpdir("forward-tls-out", f->out, sizeof f->out), 0);
+    assert_int_equal(nwb_test_server_start(&f->srv, NULL, f->out, 0, extra), 0);
+    f->srv_running = 1;
+    expect_refused(f, "nwb_tls_plain", "TLS refused: TLS handshake failed: ");
+}
+
 /* nwb-logserver with @p args exits 2 at start with @p reason on stderr. */
 static void expect_exit_2(struct fixture *f, const char *const *args, const char *reason)
 {
@@ -379,6 +394,7 @@ int main(void)
         cmocka_unit_test_teardown(test_forward_tls_wrong_ca_forwards_nothing, teardown),
         cmocka_unit_test_teardown(test_forward_tls_system_store_refuses_unknown_ca, teardown),
         cmocka_unit_test_teardown(test_forward_tls_hostname_mismatch_refused, teardown),
+        cmocka_unit_test_teardown(test_forward_tls_plain_port_refused, teardown),
         cmocka_unit_test(test_forward_tls_bad_ca_options_exit_2),
     };
 

@@ -312,6 +312,8 @@ int nwb__ch_tls_connect(struct nwb__ch_tls *t, int fd, const char *host,
          * certificate's IP subjectAltNames. */
         ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1;
     } else {
+        /* curl's choice too: "*" matches a whole label, never part of one ("f*.example"). */
+        SSL_set_hostflags(c->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
         ok = SSL_set_tlsext_host_name(c->ssl, host) == 1 && SSL_set1_host(c->ssl, host) == 1;
     }
     if (!ok || SSL_set_fd(c->ssl, fd) != 1) {
