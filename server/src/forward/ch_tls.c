@@ -7,16 +7,13 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -26,6 +23,7 @@
 
 #include "nwb/alloc.h"
 #include "nwb/error.h"
+#include "nwb/file_io.h"
 
 #include "ch_tls.h"
 
@@ -147,46 +145,28 @@ int nwb__ch_tls_add_ca_pem(struct nwb__ch_tls *t, const void *pem, size_t len, c
 /* Read @p path (at most NWB__CH_CA_FILE_MAX bytes, a regular file) into its trust store. */
 static int load_ca_file(struct nwb__ch_tls *t, const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    char *data = NULL;
-    size_t got = 0;
+    uint8_t *data = NULL;
+    size_t len = 0;
     char reason[160];
-    int rc;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int rc = nwb_file_read(path, NWB__CH_CA_FILE_MAX, &data, &len);
 
-    if (fd < 0) {
-        snprintf(err, errlen, "--forward-ca-file %.200s: %s", path, strerror(errno));
-        return NWB_ECONFIG;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (rc == NWB_ENOTREG) {
         snprintf(err, errlen, "--forward-ca-file %.200s: not a regular file", path);
-        close(fd);
         return NWB_ECONFIG;
     }
-    if ((uint64_t)st.st_size > NWB__CH_CA_FILE_MAX) {
+    if (rc == NWB_ETOOBIG) {
         snprintf(err, errlen, "--forward-ca-file %.200s: more than %u bytes", path,
                  NWB__CH_CA_FILE_MAX);
-        close(fd);
         return NWB_ECONFIG;
     }
-    data = nwb_malloc((size_t)st.st_size + 1);
-    if (data == NULL) {
-        close(fd);
+    if (rc == -ENOMEM) {
         return UV_ENOMEM;
     }
-    while (got < (size_t)st.st_size) {
-        const ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        got += (size_t)n;
+    if (rc != 0) {
+        snprintf(err, errlen, "--forward-ca-file %.200s: %s", path, strerror(-rc));
+        return NWB_ECONFIG;
     }
-    close(fd);
-    rc = nwb__ch_tls_add_ca_pem(t, data, got, reason, sizeof(reason));
+    rc = nwb__ch_tls_add_ca_pem(t, data, len, reason, sizeof(reason));
     nwb_free(data);
     if (rc < 0) {
         snprintf(err, errlen, "--forward-ca-file %.200s: %s", path, reason);
