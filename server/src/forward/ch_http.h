@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ch_http.h - the forwarder's HTTP client for ClickHouse's HTTP interface: the URL it is given
- * (--forward-clickhouse), and one blocking POST at a time over a kept-alive connection, the
- * answer read with llhttp (the parser the rest of nwb uses). Owned by the forwarder thread.
+ * (--forward-clickhouse), and one blocking POST at a time over a kept-alive connection, plain
+ * or inside TLS for https (ch_tls.h), the answer read with llhttp (the parser the rest of nwb
+ * uses). Owned by the forwarder thread.
  */
 #ifndef NWB_CH_HTTP_H
 #define NWB_CH_HTTP_H
