@@ -138,11 +138,11 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
         return 0;
     }
     if (err != 0 && f->http.tls_reason[0] != '\0') {
-        char msg[NWB__CH_HOST_MAX + 8 + 16 + NWB__CH_TLS_REASON_MAX + 16];
+        char msg[FAILURE_MAX];
 
         /* OpenSSL's own words: "certificate verify failed: unable to get local issuer
-         * certificate", "... hostname mismatch", ... */
-        snprintf(msg, sizeof(msg), "%s:%d TLS refused: %s", f->http.host, f->http.port,
+         * certificate", "... hostname mismatch", ... The host is cut to fit one failure. */
+        snprintf(msg, sizeof(msg), "%.200s:%d TLS refused: %.255s", f->http.host, f->http.port,
                  f->http.tls_reason);
         f->failed_what = NULL;
         log_failure(f, msg);
