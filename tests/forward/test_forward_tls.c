@@ -179,31 +179,13 @@ static size_t log_txt_lines(struct fixture *f, const char *run)
 
 static long long metric_value(struct fixture *f, const char *name)
 {
-    char *body = malloc(1u << 16);
-    char key[128];
-    const char *p;
-    long long v = -1;
-
-    assert_non_null(body);
-    if (nwb_test_http(f->srv.port, "GET", "/metrics", NULL, NULL, 0, body, 1u << 16) == 200) {
-        snprintf(key, sizeof key, "\n%s ", name);
-        p = strstr(body, key);
-        v = p != NULL ? atoll(p + strlen(key)) : -1;
-    }
-    free(body);
-    return v;
+    return nwb_test_metric(f->srv.port, name);
 }
 
 static void wait_metric(struct fixture *f, const char *name, long long at_least)
 {
-    const long long deadline = nwb_test_now_ms() + WAIT_MS;
-
-    while (metric_value(f, name) < at_least) {
-        if (nwb_test_now_ms() >= deadline) {
-            fail_msg("%s stayed below %lld", name, at_least);
-        }
-        /* /metrics has no change notification; polled in 50 ms slices up to the deadline. */
-        poll(NULL, 0, 50);
+    if (!nwb_test_wait_metric(f->srv.port, name, at_least, WAIT_MS)) {
+        fail_msg("%s stayed below %lld", name, at_least);
     }
 }
 
