@@ -7,7 +7,9 @@
 #   build: compile nwb and its test suite (llhttp comes as generated C sources in node-llhttp;
 #          libdw-dev is elfutils' libdw/libdwfl, nwb-symbolize's unwinder, docs/crash.md;
 #          libdebuginfod-dev is elfutils' debuginfod client, nwb-symbolize's optional
-#          --debuginfod-urls lookups).
+#          --debuginfod-urls lookups; libssl-dev is OpenSSL, Debian's standard TLS library and
+#          what ClickHouse's own https interface speaks, for an https --forward-clickhouse,
+#          docs/operations.md; its libssl3 is what nwb-logserver needs at run time).
 #   bench: peers the benchmarks under tests/bench compare against (spdlog, bsdtar, and
 #          elfutils' eu-addr2line beside binutils' addr2line for bench_symbolize).
 #   test:  tools the test suite runs besides the build (python3 for ../shared/contract_smoke.py,
@@ -30,7 +32,7 @@
 #          clickhouse-client for looking at a test's data by hand (docs/operations.md,
 #          "Forwarding to ClickHouse").
 NWB_DEPS_build="gcc libc6-dev make cmake pkg-config libuv1-dev libzstd-dev libarchive-dev
-    libcmocka-dev node-llhttp libdw-dev libdebuginfod-dev"
+    libcmocka-dev node-llhttp libdw-dev libdebuginfod-dev libssl-dev"
 NWB_DEPS_bench="g++ libspdlog-dev libarchive-tools elfutils"
 NWB_DEPS_test="python3 binutils util-linux debuginfod"
 NWB_DEPS_tsan="libtsan2 util-linux procps"

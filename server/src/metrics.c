@@ -76,6 +76,10 @@ static void forward_part(struct nwb_server *srv, struct text *t)
     metric(t, "nwb_forward_inserts_total", "counter", "Inserts answered 200.", st.inserts_total);
     metric(t, "nwb_forward_inserts_failed_total", "counter",
            "Requests to ClickHouse refused or not answered.", st.inserts_failed);
+    metric(t, "nwb_forward_tls_failures_total", "counter",
+           "Connections to an https ClickHouse refused at TLS (handshake, certificate "
+           "verification, host name).",
+           st.tls_failures);
     metric(t, "nwb_forward_lines_skipped_total", "counter",
            "log.txt lines the forwarder could not parse (never sent).", st.lines_skipped);
     metric(t, "nwb_forward_frames_total", "counter",

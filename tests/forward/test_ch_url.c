@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_ch_url.c - the --forward-clickhouse URL (server/src/forward/ch_http.c): what is
- * accepted, the defaults, and each bound at its edge (port, host length, database name).
+ * accepted, the defaults (8123 for http, 8443 for https), and each bound at its edge (port,
+ * host length, database name).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +39,15 @@ static void test_ch_url_accepts_and_defaults(void **state)
     assert_int_equal(init("http://[::1]:65535/", &h, err, sizeof err), 0);
     assert_string_equal(h.host, "::1");
     assert_int_equal(h.port, 65535);
+    assert_int_equal(h.https, 0);
+    assert_int_equal(init("https://ch.local/?database=fleet", &h, err, sizeof err), 0);
+    assert_int_equal(h.https, 1);
+    assert_int_equal(h.port, 8443);
+    assert_string_equal(h.host, "ch.local");
+    assert_string_equal(h.database, "fleet");
+    assert_null(h.tls);
+    assert_int_equal(init("https://[::1]:9440", &h, err, sizeof err), 0);
+    assert_int_equal(h.port, 9440);
 }
 
 static void test_ch_url_edges_refused_with_reason(void **state)
@@ -50,9 +60,10 @@ static void test_ch_url_edges_refused_with_reason(void **state)
     assert_int_equal(init("http://h:65536/", &h, err, sizeof err), NWB_ECONFIG);
     assert_string_equal(err, "the URL's port must be a number in 1..65535");
     assert_int_equal(init("http://h:0/", &h, err, sizeof err), NWB_ECONFIG);
-    assert_int_equal(init("https://h/", &h, err, sizeof err), NWB_ECONFIG);
-    assert_string_equal(err, "https is not supported yet: use http:// (to a TLS proxy)");
     assert_int_equal(init("ftp://h/", &h, err, sizeof err), NWB_ECONFIG);
+    assert_string_equal(err, "the URL must start with http:// or https://");
+    assert_int_equal(init("https:/h/", &h, err, sizeof err), NWB_ECONFIG);
+    assert_int_equal(init("https://h:0/", &h, err, sizeof err), NWB_ECONFIG);
     assert_int_equal(init("http://h/x", &h, err, sizeof err), NWB_ECONFIG);
     assert_int_equal(init("http://h/?database=a&b=c", &h, err, sizeof err), NWB_ECONFIG);
     assert_int_equal(init("http://h/?database=a-b", &h, err, sizeof err), NWB_ECONFIG);

@@ -240,27 +240,13 @@ static void wait_run_row(struct fixture *f, const char *run, unsigned long long 
 
 static long long metric_value(struct fixture *f, const char *name)
 {
-    char body[65536];
-    char key[128];
-    const char *p;
-
-    if (nwb_test_http(f->port, "GET", "/metrics", NULL, NULL, 0, body, sizeof body) != 200) {
-        return -1;
-    }
-    snprintf(key, sizeof key, "\n%s ", name);
-    p = strstr(body, key);
-    return p != NULL ? atoll(p + strlen(key)) : -1;
+    return nwb_test_metric(f->port, name);
 }
 
 static void wait_metric(struct fixture *f, const char *name, long long at_least)
 {
-    const long long deadline = nwb_test_now_ms() + WAIT_MS;
-
-    while (metric_value(f, name) < at_least) {
-        if (nwb_test_now_ms() >= deadline) {
-            fail_msg("%s stayed below %lld", name, at_least);
-        }
-        poll(NULL, 0, 50);
+    if (!nwb_test_wait_metric(f->port, name, at_least, WAIT_MS)) {
+        fail_msg("%s stayed below %lld", name, at_least);
     }
 }
 

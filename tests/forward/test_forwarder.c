@@ -200,7 +200,7 @@ static void wait_stats(struct nwb__forwarder *fw, int want_up, uint64_t min_fail
 static void test_forwarder_delivers_once_across_clickhouse_restart(void **state)
 {
     struct fixture *f = *state;
-    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "test-host", NULL};
+    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "test-host", NULL, NULL};
     struct nwb__forwarder *fw = NULL;
     char err[256];
     struct nwb__fwd_stats st;
@@ -288,8 +288,8 @@ static void test_forwarder_refused_inserts_back_off(void **state)
 {
     struct fixture *f = *state;
     char out[2048], url[160];
-    struct nwb__fwd_config cfg = {NULL, NWB_TEST_CLICKHOUSE_USER, "wrong-password", f->out, "h",
-                                  NULL};
+    struct nwb__fwd_config cfg = {
+        NULL, NWB_TEST_CLICKHOUSE_USER, "wrong-password", f->out, "h", NULL, NULL};
     struct nwb__forwarder *fw = NULL;
     struct nwb__fwd_stats st;
 
@@ -366,7 +366,7 @@ static void append_sized_lines(struct fixture *f, unsigned n, size_t len)
  * of the run; returns its inserts. */
 static uint64_t forward_all(struct fixture *f, long long rows)
 {
-    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "h", NULL};
+    struct nwb__fwd_config cfg = {f->url, NULL, NULL, f->out, "h", NULL, NULL};
     struct nwb__forwarder *fw = NULL;
     struct nwb__fwd_stats st;
     char err[256];

@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     FUZZ_CHECK(h.fd == -1);
+    FUZZ_CHECK(h.tls == NULL && h.conn == NULL && (h.https == 0 || h.https == 1));
     FUZZ_CHECK(h.port >= 1 && h.port <= 65535);
     FUZZ_CHECK(strlen(h.host) >= 1 && strlen(h.host) <= NWB__CH_HOST_MAX);
     for (const char *p = h.host; *p != '\0'; p++) {

@@ -282,7 +282,7 @@ static void test_config_defaults_are_the_table_defaults(void **state)
     char err[256];
 
     (void)state;
-    assert_int_equal(n, 43);
+    assert_int_equal(n, 44);
     for (size_t i = 0; i < n; i++) {
         const struct nwb__opt *o = &opts[i];
         const char *field = (const char *)&cfg + o->offset;

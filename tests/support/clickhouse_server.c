@@ -235,7 +235,7 @@ static int launch(struct nwb_test_clickhouse *ch)
 static int prepare(struct nwb_test_clickhouse *ch)
 {
     memset(ch, 0, sizeof(*ch));
-    ch->hold_fds[0] = ch->hold_fds[1] = -1;
+    ch->hold_fds[0] = ch->hold_fds[1] = ch->hold_fds[2] = -1;
     snprintf(ch->exe, sizeof(ch->exe), "%s", server_exe());
     if (nwb_test_tmpdir("clickhouse", ch->dir, sizeof(ch->dir)) != 0) {
         return -1;
@@ -281,6 +281,36 @@ int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch)
     return 0;
 }
 
+int nwb_test_clickhouse_start_tls(struct nwb_test_clickhouse *ch, const char *cert_file,
+                                  const char *key_file)
+{
+    char *extra = NULL;
+    int rc = -1;
+
+    if (prepare(ch) != 0) {
+        goto out;
+    }
+    ch->hold_fds[2] = nwb_test_reserve_dead_port(&ch->https_port);
+    if (ch->hold_fds[2] < 0 ||
+        asprintf(&extra,
+                 "  <https_port>%d</https_port>\n"
+                 "  <openSSL><server><certificateFile>%s</certificateFile>"
+                 "<privateKeyFile>%s</privateKeyFile><verificationMode>none</verificationMode>"
+                 "<loadDefaultCAFile>false</loadDefaultCAFile>"
+                 "<disableProtocols>sslv2,sslv3</disableProtocols></server></openSSL>\n",
+                 ch->https_port, cert_file, key_file) < 0) {
+        extra = NULL;
+        goto out;
+    }
+    rc = configure_and_launch(ch, extra);
+out:
+    free(extra);
+    if (rc != 0) {
+        nwb_test_clickhouse_destroy(ch);
+    }
+    return rc;
+}
+
 int nwb_test_clickhouse_start_shards(struct nwb_test_clickhouse *ch, size_t n)
 {
     char remote[256 + NWB_TEST_CLICKHOUSE_SHARDS_MAX * 128];
@@ -293,7 +323,8 @@ int nwb_test_clickhouse_start_shards(struct nwb_test_clickhouse *ch, size_t n)
     }
     for (i = 0; i < n; i++) {
         memset(&ch[i], 0, sizeof(ch[i]));
-        ch[i].hold_fds[0] = ch[i].hold_fds[1] = -1; /* each one destroyable from here on */
+        /* each one destroyable from here on */
+        ch[i].hold_fds[0] = ch[i].hold_fds[1] = ch[i].hold_fds[2] = -1;
     }
     for (i = 0; i < n; i++) {
         if (prepare(&ch[i]) != 0) {
@@ -366,7 +397,7 @@ void nwb_test_clickhouse_destroy(struct nwb_test_clickhouse *ch)
     if (ch->pid > 0) {
         nwb_test_clickhouse_stop(ch, SIGKILL, 10000);
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         if (ch->hold_fds[i] >= 0) {
             close(ch->hold_fds[i]);
             ch->hold_fds[i] = -1;

@@ -28,7 +28,8 @@ struct nwb_test_clickhouse {
     pid_t pid;       /* 0 while stopped */
     int http_port;   /* the HTTP interface, http://127.0.0.1:PORT/ */
     int tcp_port;    /* the native protocol (clickhouse-client) */
-    int hold_fds[2]; /* bound, never listening: keep both ports ours across restarts */
+    int https_port;  /* the HTTPS interface (nwb_test_clickhouse_start_tls()), else 0 */
+    int hold_fds[3]; /* bound, never listening: keep the ports ours across restarts */
     char dir[512];   /* config.xml, users.xml, data/, server.log */
     char exe[512];   /* the clickhouse-server binary */
 };
@@ -45,6 +46,15 @@ int nwb_test_clickhouse_available(char *why, size_t cap);
  * -1 with everything undone (the server's own output is copied to stderr first).
  */
 int nwb_test_clickhouse_start(struct nwb_test_clickhouse *ch);
+
+/**
+ * nwb_test_clickhouse_start() with the HTTPS interface too, on a third free port
+ * (https://127.0.0.1:https_port/), serving the PEM certificate @p cert_file (its chain) with
+ * the key @p key_file (<openSSL><server>: certificateFile and privateKeyFile, the keys 18.16
+ * needs; no dhParamsFile, clients verification off). Returns 0, or -1 with everything undone.
+ */
+int nwb_test_clickhouse_start_tls(struct nwb_test_clickhouse *ch, const char *cert_file,
+                                  const char *key_file);
 
 /** The cluster nwb_test_clickhouse_start_shards() defines (remote_servers), and its size. */
 #define NWB_TEST_CLICKHOUSE_CLUSTER    "nwb_fleet"

@@ -39,6 +39,39 @@ long long nwb_test_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long long nwb_test_metric(int port, const char *name)
+{
+    const size_t cap = 1u << 18;
+    char *body = malloc(cap);
+    char key[256];
+    const char *p;
+    long long v = -1;
+
+    if (body == NULL) {
+        return -1;
+    }
+    if (nwb_test_http(port, "GET", "/metrics", NULL, NULL, 0, body, cap) == 200) {
+        snprintf(key, sizeof(key), "\n%s ", name);
+        p = strstr(body, key);
+        v = p != NULL ? strtoll(p + strlen(key), NULL, 10) : -1;
+    }
+    free(body);
+    return v;
+}
+
+int nwb_test_wait_metric(int port, const char *name, long long at_least, int timeout_ms)
+{
+    const long long deadline = nwb_test_now_ms() + timeout_ms;
+
+    while (nwb_test_metric(port, name) < at_least) {
+        if (nwb_test_now_ms() >= deadline) {
+            return 0;
+        }
+        poll(NULL, 0, 50);
+    }
+    return 1;
+}
+
 int nwb_test_tmpdir(const char *tag, char *out, size_t outlen)
 {
     const char *base = getenv("TMPDIR");

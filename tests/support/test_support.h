@@ -126,4 +126,12 @@ long long nwb_test_now_ms(void);
  * from /proc/PID/stat; -1 when it cannot be read. */
 long long nwb_test_cpu_ticks(pid_t pid);
 
+/* The value of the unlabelled /metrics series @p name of the server on @p port, or -1 (no
+ * answer, no such line). */
+long long nwb_test_metric(int port, const char *name);
+
+/* Wait up to @p timeout_ms until nwb_test_metric() is at least @p at_least (/metrics has no
+ * change notification: read in 50 ms slices). Returns 1, or 0 at the deadline. */
+int nwb_test_wait_metric(int port, const char *name, long long at_least, int timeout_ms);
+
 #endif /* NWB_TEST_SUPPORT_H */

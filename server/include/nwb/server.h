@@ -72,8 +72,10 @@ typedef struct nwb_server_config {
     unsigned run_live_s;            /* GET /v1/runs: live while the last batch or upload is newer */
     int handle_signals;             /* 1: SIGINT/SIGTERM shut down, SIGHUP reloads name symbols */
     const char *token_file;         /* NULL: no token; required for a non-loopback bind_addr */
-    const char *forward_clickhouse; /* NULL: no forwarding; else http://HOST:PORT/?database=NAME */
+    const char
+        *forward_clickhouse; /* NULL: no forwarding; else http[s]://HOST:PORT/?database=NAME */
     const char *forward_credentials_file; /* USER:PASSWORD for it, --token-file's rules */
+    const char *forward_ca_file;          /* https: PEM CAs trusted instead of the system's */
     unsigned events_max_streams;          /* GET /v1/events streams open at once; beyond: 429 */
     size_t events_max_unsent_bytes; /* one stream's bytes not yet taken by its reader: cut off */
     unsigned events_keepalive_ms;   /* a ": keepalive" comment on every stream this often */
@@ -178,10 +180,12 @@ typedef struct nwb_server_config {
     X("--events-keepalive-ms", events_keepalive_ms, UINT, 20000u, 10, 3600000, "N",                \
       "a keep-alive comment on every event stream this often, in ms")                              \
     X("--forward-clickhouse", forward_clickhouse, STR, NULL, 0, 0, "URL",                          \
-      "also insert every run's log lines into ClickHouse, http://HOST:PORT/?database=NAME "        \
-      "(schema created when missing)")                                                             \
+      "also insert every run's log lines into ClickHouse, http[s]://HOST:PORT/?database=NAME "     \
+      "(schema created when missing; https verifies the server's certificate)")                    \
     X("--forward-credentials", forward_credentials_file, STR, NULL, 0, 0, "FILE",                  \
-      "USER:PASSWORD for --forward-clickhouse (HTTP basic auth), with --token-file's rules")
+      "USER:PASSWORD for --forward-clickhouse (HTTP basic auth), with --token-file's rules")       \
+    X("--forward-ca-file", forward_ca_file, STR, NULL, 0, 0, "FILE",                               \
+      "PEM CA certificates an https --forward-clickhouse must chain to, instead of the system's")
 
 /* NWB_SERVER_CONFIG_INIT's part of a row: a designated initialiser of its field. */
 #define NWB_SERVER_OPT_INIT_(flag, field, kind, def, min, max, meta, help)                         \

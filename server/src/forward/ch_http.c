@@ -24,23 +24,24 @@
 
 int nwb__ch_http_init(struct nwb__ch_http *h, const char *url, char *err, size_t errlen)
 {
-    static const char scheme[] = "http://";
+    static const char http[] = "http://", https[] = "https://";
     const char *p, *host_end, *rest;
     size_t host_len;
-    long port = 8123;
+    long port = NWB__CH_HTTP_PORT;
 
     memset(h, 0, sizeof(*h));
     h->fd = -1;
     snprintf(h->database, sizeof(h->database), "nwb");
-    if (strncmp(url, "https://", 8) == 0) {
-        snprintf(err, errlen, "https is not supported yet: use http:// (to a TLS proxy)");
+    if (strncmp(url, https, sizeof(https) - 1) == 0) {
+        h->https = 1;
+        port = NWB__CH_HTTPS_PORT;
+        p = url + sizeof(https) - 1;
+    } else if (strncmp(url, http, sizeof(http) - 1) == 0) {
+        p = url + sizeof(http) - 1;
+    } else {
+        snprintf(err, errlen, "the URL must start with http:// or https://");
         return NWB_ECONFIG;
     }
-    if (strncmp(url, scheme, sizeof(scheme) - 1) != 0) {
-        snprintf(err, errlen, "the URL must start with http://");
-        return NWB_ECONFIG;
-    }
-    p = url + sizeof(scheme) - 1;
     if (*p == '[') {
         host_end = strchr(p, ']');
         if (host_end == NULL) {
@@ -98,10 +99,22 @@ int nwb__ch_http_init(struct nwb__ch_http *h, const char *url, char *err, size_t
         }
         snprintf(h->database, sizeof(h->database), "%s", rest);
     } else if (*rest != '\0') {
-        snprintf(err, errlen, "the URL has a path: give only http://HOST:PORT/?database=NAME");
+        snprintf(err, errlen, "the URL has a path: give only http[s]://HOST:PORT/?database=NAME");
         return NWB_ECONFIG;
     }
     return 0;
+}
+
+int nwb__ch_http_tls_setup(struct nwb__ch_http *h, const char *ca_file, char *err, size_t errlen)
+{
+    if (!h->https) {
+        if (ca_file != NULL) {
+            snprintf(err, errlen, "--forward-ca-file is only for an https:// URL");
+            return NWB_ECONFIG;
+        }
+        return 0;
+    }
+    return nwb__ch_tls_create(ca_file, &h->tls, err, errlen);
 }
 
 static void base64(const unsigned char *src, size_t n, char *dst)
@@ -137,10 +150,25 @@ int nwb__ch_http_set_credentials(struct nwb__ch_http *h, const char *user, const
 
 void nwb__ch_http_close(struct nwb__ch_http *h)
 {
-    if (h != NULL && h->fd >= 0) {
+    if (h == NULL) {
+        return;
+    }
+    nwb__ch_tls_close(h->conn);
+    h->conn = NULL;
+    if (h->fd >= 0) {
         close(h->fd);
         h->fd = -1;
     }
+}
+
+void nwb__ch_http_cleanup(struct nwb__ch_http *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    nwb__ch_http_close(h);
+    nwb__ch_tls_destroy(h->tls);
+    h->tls = NULL;
 }
 
 static int http_connect(struct nwb__ch_http *h)
@@ -177,6 +205,20 @@ static int http_connect(struct nwb__ch_http *h)
         close(fd);
     }
     freeaddrinfo(res);
+    if (err == 0 && h->https) {
+        /* The socket's timeouts bound each read and write of the handshake too. A failed
+         * handshake is not retried on another address: the same server answered. */
+        err = h->tls == NULL ? NWB_ECONFIG
+                             : nwb__ch_tls_connect(h->tls, h->fd, h->host, &h->conn, h->tls_reason,
+                                                   sizeof(h->tls_reason));
+        if (err != 0) {
+            if (h->tls == NULL) {
+                snprintf(h->tls_reason, sizeof(h->tls_reason), "no TLS context was set up");
+            }
+            close(h->fd);
+            h->fd = -1;
+        }
+    }
     return err;
 }
 
@@ -237,9 +279,14 @@ static int target_append(nwb_buf_t *b, const char *query)
 
 /* send() with MSG_NOSIGNAL: a ClickHouse that closed the connection is an EPIPE here, never a
  * SIGPIPE for an embedding process that did not ignore it. 0, or a negated errno. */
-static int send_all(int fd, const void *data, size_t len)
+static int send_all(struct nwb__ch_http *h, const void *data, size_t len)
 {
     const char *p = data;
+    const int fd = h->fd;
+
+    if (h->conn != NULL) {
+        return nwb__ch_tls_send(h->conn, data, len);
+    }
 
     while (len > 0) {
         const ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -269,10 +316,10 @@ static int send_request(struct nwb__ch_http *h, const char *query, const void *b
                                      "Connection: keep-alive\r\n%s\r\n",
                                      h->host, body_len, h->auth);
     if (err == 0) {
-        err = send_all(h->fd, head.data, head.len);
+        err = send_all(h, head.data, head.len);
     }
     if (err == 0 && body_len > 0) {
-        err = send_all(h->fd, body, body_len);
+        err = send_all(h, body, body_len);
     }
     nwb_buf_cleanup(&head);
     return err;
@@ -288,9 +335,13 @@ static int read_answer(struct nwb__ch_http *h, int *status, nwb_buf_t *answer, i
     a.parser.data = &a;
     a.body = answer;
     while (!a.complete) {
-        const ssize_t n = recv(h->fd, buf, sizeof(buf), 0);
+        const ssize_t n = h->conn != NULL ? nwb__ch_tls_recv(h->conn, buf, sizeof(buf))
+                                          : recv(h->fd, buf, sizeof(buf), 0);
         llhttp_errno_t perr;
 
+        if (h->conn != NULL && n < 0) {
+            return (int)n;
+        }
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -336,6 +387,7 @@ int nwb__ch_http_post(struct nwb__ch_http *h, const char *query, const void *bod
 
     *status = 0;
     nwb_buf_reset(answer);
+    h->tls_reason[0] = '\0';
     for (int attempt = 0; attempt < 2; attempt++) {
         const int reused = h->fd >= 0;
 

@@ -13,7 +13,8 @@ int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
                        struct nwb__crash_ingest *crashes, struct nwb__forwarder **out, char *errbuf,
                        size_t errlen)
 {
-    struct nwb__fwd_config fc = {cfg->forward_clickhouse, NULL, NULL, out_dir, NULL, crashes};
+    struct nwb__fwd_config fc = {cfg->forward_clickhouse, NULL, NULL, out_dir, NULL, crashes,
+                                 cfg->forward_ca_file};
     struct nwb__auth cred;
     char user[NWB_TOKEN_MAX + 1], reason[512];
     char *colon;
@@ -23,6 +24,10 @@ int nwb__forward_start(const nwb_server_config_t *cfg, const char *out_dir,
     if (cfg->forward_clickhouse == NULL) {
         if (cfg->forward_credentials_file != NULL) {
             snprintf(errbuf, errlen, "--forward-credentials needs --forward-clickhouse");
+            return NWB_ECONFIG;
+        }
+        if (cfg->forward_ca_file != NULL) {
+            snprintf(errbuf, errlen, "--forward-ca-file needs an https --forward-clickhouse");
             return NWB_ECONFIG;
         }
         return 0;

@@ -144,7 +144,19 @@ static int post(struct nwb__forwarder *f, const char *query, const void *body, s
         }
         return 0;
     }
-    if (err != 0) {
+    if (err != 0 && f->http.tls_reason[0] != '\0') {
+        char msg[FAILURE_MAX];
+
+        /* OpenSSL's own words: "certificate verify failed: unable to get local issuer
+         * certificate", "... hostname mismatch", ... The host is cut to fit one failure. */
+        snprintf(msg, sizeof(msg), "%.200s:%d TLS refused: %.255s", f->http.host, f->http.port,
+                 f->http.tls_reason);
+        f->failed_what = NULL;
+        log_failure(f, msg);
+        pthread_mutex_lock(&f->mu);
+        f->stats.tls_failures++;
+        pthread_mutex_unlock(&f->mu);
+    } else if (err != 0) {
         char ebuf[128];
         char msg[NWB__CH_HOST_MAX + 8 + 16 + 128 + 16];
 
@@ -818,6 +830,9 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         return UV_ENOMEM;
     }
     rc = nwb__ch_http_init(&f->http, cfg->url, err, errlen);
+    if (rc == 0) {
+        rc = nwb__ch_http_tls_setup(&f->http, cfg->ca_file, err, errlen);
+    }
     if (rc == 0 && cfg->user != NULL &&
         nwb__ch_http_set_credentials(&f->http, cfg->user,
                                      cfg->password != NULL ? cfg->password : "") != 0) {
@@ -825,6 +840,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         rc = NWB_ECONFIG;
     }
     if (rc != 0) {
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return rc;
     }
@@ -862,6 +878,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         nwb_free(f->chunk);
         nwb_free(f->marked);
         nwb_free(f->visiting);
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return UV_ENOMEM;
     }
@@ -876,6 +893,7 @@ int nwb__forwarder_start(const struct nwb__fwd_config *cfg, struct nwb__forwarde
         nwb_free(f->chunk);
         nwb_free(f->marked);
         nwb_free(f->visiting);
+        nwb__ch_http_cleanup(&f->http);
         nwb_free(f);
         return -rc;
     }
@@ -928,7 +946,7 @@ void nwb__forwarder_stop(struct nwb__forwarder *f)
     pthread_cond_signal(&f->cv);
     pthread_mutex_unlock(&f->mu);
     pthread_join(f->thread, NULL);
-    nwb__ch_http_close(&f->http);
+    nwb__ch_http_cleanup(&f->http);
     nwb_buf_cleanup(&f->rows);
     nwb_buf_cleanup(&f->answer);
     nwb_buf_cleanup(&f->run_rows);

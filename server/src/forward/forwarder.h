@@ -47,13 +47,14 @@
 struct nwb__crash_ingest; /* crash_int.h */
 
 struct nwb__fwd_config {
-    const char *url;                   /* http://HOST:PORT/?database=NAME */
+    const char *url;                   /* http[s]://HOST:PORT/?database=NAME */
     const char *user;                  /* NULL: none (ClickHouse's default user) */
     const char *password;              /* with user */
     const char *out_dir;               /* the server's --out; runs are OUT/runs/<dir> */
     const char *host;                  /* the host column; NULL: gethostname() */
     struct nwb__crash_ingest *crashes; /* nwb_crashes' source (borrowed, outlives the
                                         * forwarder); NULL: no crash rows */
+    const char *ca_file;               /* https: only these PEM CAs, not the system's; NULL */
 };
 
 /** What /metrics shows (nwb_forward_*). */
@@ -62,6 +63,7 @@ struct nwb__fwd_stats {
     uint64_t bytes_total;       /* log.txt bytes they took */
     uint64_t inserts_total;     /* inserts answered 200 */
     uint64_t inserts_failed;    /* inserts refused or not answered */
+    uint64_t tls_failures;      /* connections refused at TLS (handshake, certificate) */
     uint64_t lines_skipped;     /* lines the parser refused (never sent) */
     uint64_t frames_total;      /* nwb_frames rows acknowledged */
     uint64_t crash_rows_total;  /* nwb_crashes rows acknowledged (a crash once per change) */
