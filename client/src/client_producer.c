@@ -543,19 +543,55 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
 static void record_complex_va(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
                               va_list ap);
 
-/* A COMPLEX site called with captured arguments: nwb_log_format_args here (slow path). */
+/* A COMPLEX site called with captured arguments: nwb_log_format_args here (slow path); a
+ * message too long for the stack buffer is formatted straight into the ring. */
 static NWB_NOINLINE void record_complex_captured(struct nwb_client *c, struct producer *p,
                                                  nwb_log_site_t *site, const struct arg_src *src)
 {
-    char msg[NWB__STR_MAX]; /* longer messages are cut and end in "..." */
+    struct nwb__ring *r = p->ring;
+    char small[512];
     const int n =
-        nwb_log_format_args(msg, sizeof(msg), site->fmt, src->types, src->args, src->nargs);
+        nwb_log_format_args(small, sizeof(small), site->fmt, src->types, src->args, src->nargs);
+    size_t max;
+    size_t len;
+    uint32_t size;
+    uint64_t now;
+    uint8_t *dst;
+    struct nwb__rec *h;
 
     if (n < 0) {
         record_text(c, p, site, site->fmt, strlen(site->fmt));
         return;
     }
-    record_text(c, p, site, msg, (size_t)n);
+    if ((size_t)n < sizeof(small)) {
+        record_text(c, p, site, small, (size_t)n);
+        return;
+    }
+    if (r == NULL) {
+        drop_no_ring(c);
+        return;
+    }
+    max = r->prec_max - NWB__REC_HDR - 1u;
+    if (max > NWB_LOG_RECORD_MSG_MAX) {
+        max = NWB_LOG_RECORD_MSG_MAX;
+    }
+    len = (size_t)n > max ? max : (size_t)n;
+    size = round8(NWB__REC_HDR + len + 1u);
+    now = nwb__clock_stamp(&c->clock);
+    dst = reserve(c, p, r, size, now);
+    if (dst == NULL) {
+        return;
+    }
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_TEXT;
+    h->flags = len < (size_t)n ? NWB_LOG_RECORD_TRUNCATED : 0; /* cut text ends in "..." */
+    h->aux = (uint16_t)(size - NWB__REC_HDR - len);
+    h->site = site;
+    h->time_ns = now;
+    (void)nwb_log_format_args((char *)dst + NWB__REC_HDR, len + 1u, site->fmt, src->types,
+                              src->args, src->nargs);
+    publish(c, r, size);
 }
 
 static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p,
@@ -1235,7 +1271,7 @@ static void fallback_format_captured(const nwb_log_site_t *site, uint64_t types,
         fallback_line(site, site->fmt, strlen(site->fmt));
         return;
     }
-    fallback_line(site, msg, (size_t)n);
+    fallback_line(site, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1u);
 }
 
 static void op_write_args(void *self, nwb_log_site_t *site, uint64_t types,

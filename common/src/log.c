@@ -114,8 +114,8 @@ void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_
     n = nwb_log_format_args(msg, sizeof(msg), site->fmt, types, args, nargs);
     if (n < 0) {
         n = snprintf(msg, sizeof(msg), "%s", site->fmt);
-        n = n < 0 ? 0 : n >= (int)sizeof(msg) ? (int)sizeof(msg) - 1 : n;
     }
+    n = n < 0 ? 0 : n >= (int)sizeof(msg) ? (int)sizeof(msg) - 1 : n;
     if (logger != NULL) {
         logger->ops->write_raw(logger->self, site, msg, (size_t)n);
     } else {

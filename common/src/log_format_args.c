@@ -115,7 +115,7 @@ static int convert(char *dst, size_t room, const char *spec, char conv, const ch
     case 'i': {
         const int64_t v = take_int(a);
 
-        if (ll || l || len[0] == 'j' || len[0] == 'z' || len[0] == 't') {
+        if (ll || l || len[0] == 'L' || len[0] == 'j' || len[0] == 'z' || len[0] == 't') {
             return snprintf(dst, room, spec, (long long)v);
         }
         return snprintf(dst, room, spec, hh ? (int)(signed char)v : h ? (int)(short)v : (int)v);
@@ -126,7 +126,7 @@ static int convert(char *dst, size_t room, const char *spec, char conv, const ch
     case 'X': {
         const uint64_t v = (uint64_t)take_int(a);
 
-        if (ll || l || len[0] == 'j' || len[0] == 'z' || len[0] == 't') {
+        if (ll || l || len[0] == 'L' || len[0] == 'j' || len[0] == 'z' || len[0] == 't') {
             return snprintf(dst, room, spec, (unsigned long long)v);
         }
         return snprintf(dst, room, spec,
@@ -160,6 +160,40 @@ static int convert(char *dst, size_t room, const char *spec, char conv, const ch
 }
 #pragma GCC diagnostic pop
 
+/* A literal width or precision at p + *i (leading zeros allowed), clamped to NUMBER_MAX: no
+ * message is longer than NWB_LOG_RECORD_MSG_MAX, so a larger one only costs time. */
+#define NUMBER_MAX 100000
+static int64_t digits(const char *p, size_t *i)
+{
+    int64_t v = 0;
+
+    for (; p[*i] >= '0' && p[*i] <= '9'; (*i)++) {
+        v = v * 10 + (p[*i] - '0');
+        if (v > NUMBER_MAX) {
+            v = NUMBER_MAX;
+        }
+    }
+    return v;
+}
+
+/* "N$" at @p p (POSIX positional arguments): moves the next argument to N - 1 and returns the
+ * bytes consumed, 0 when @p p is not a position. */
+static size_t position(const char *p, struct captured *a)
+{
+    size_t i = 0;
+    unsigned v = 0;
+
+    while (p[i] >= '0' && p[i] <= '9' && v < 1000u) {
+        v = v * 10u + (unsigned)(p[i] - '0');
+        i++;
+    }
+    if (i == 0 || p[i] != '$' || v == 0) {
+        return 0;
+    }
+    a->next = v - 1u;
+    return i + 1u;
+}
+
 /* Copy the conversion at @p p ('%') into @p spec with '*' replaced by its argument; sets
  * @p conv, @p len (the length modifier) and returns the bytes consumed, 0 for an unknown spec. */
 static size_t parse_spec(const char *p, char *spec, char *conv, char len[3], struct captured *a)
@@ -168,24 +202,40 @@ static size_t parse_spec(const char *p, char *spec, char *conv, char len[3], str
     size_t n = 1;
 
     spec[0] = '%';
-    while (p[i] != '\0' && strchr("-+ #0'I", p[i]) != NULL && n < SPEC_MAX - 8u) {
-        spec[n++] = p[i++];
-    }
-    if (p[i] == '*') {
-        if (spec_number(spec, &n, (int64_t)(int)take_int(a)) != 0) {
-            return 0;
+    i += position(p + i, a);
+    while (p[i] != '\0' && strchr("-+ #0'I", p[i]) != NULL) {
+        if (memchr(spec + 1, p[i], n - 1u) == NULL) { /* a repeated flag means nothing more */
+            spec[n++] = p[i];
         }
         i++;
     }
-    while (p[i] >= '0' && p[i] <= '9' && n < SPEC_MAX - 8u) {
-        spec[n++] = p[i++];
+    if (p[i] == '*') {
+        const unsigned value_next = a->next;
+        const size_t pos = position(p + i + 1, a);
+
+        i += pos;
+        if (spec_number(spec, &n, (int64_t)(int)take_int(a)) != 0) {
+            return 0;
+        }
+        if (pos != 0) {
+            a->next = value_next; /* "*N$" names the width only */
+        }
+        i++;
+    }
+    if (p[i] >= '1' && p[i] <= '9' && spec_number(spec, &n, digits(p, &i)) != 0) {
+        return 0;
     }
     if (p[i] == '.') {
         i++;
         if (p[i] == '*') {
+            const unsigned value_next = a->next;
+            const size_t pos = position(p + i + 1, a);
             const int prec = (int)take_int(a);
 
-            i++;
+            if (pos != 0) {
+                a->next = value_next;
+            }
+            i += 1u + pos;
             if (prec >= 0) { /* negative: as if no precision was given */
                 spec[n++] = '.';
                 if (spec_number(spec, &n, prec) != 0) {
@@ -194,8 +244,8 @@ static size_t parse_spec(const char *p, char *spec, char *conv, char len[3], str
             }
         } else {
             spec[n++] = '.';
-            while (p[i] >= '0' && p[i] <= '9' && n < SPEC_MAX - 8u) {
-                spec[n++] = p[i++];
+            if (spec_number(spec, &n, digits(p, &i)) != 0) {
+                return 0;
             }
         }
     }
@@ -218,12 +268,13 @@ int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
 {
     struct captured a = {types, args, nargs, 0};
     size_t out = 0;
+    size_t want = 0; /* the length without a bound */
     int cut = 0;
 
     if (cap == 0 || fmt == NULL) {
         return -1;
     }
-    for (const char *p = fmt; *p != '\0' && !cut;) {
+    for (const char *p = fmt; *p != '\0';) {
         const char *pc = strchr(p, '%');
         const size_t lit = pc != NULL ? (size_t)(pc - p) : strlen(p);
         char spec[SPEC_MAX];
@@ -237,7 +288,8 @@ int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
 
             memcpy(dst + out, p, take);
             out += take;
-            cut = take < lit;
+            want += lit;
+            cut |= take < lit;
             p += lit;
             continue;
         }
@@ -248,6 +300,7 @@ int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
             } else {
                 cut = 1;
             }
+            want++;
             p++;
             continue;
         }
@@ -263,6 +316,7 @@ int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
         if (w < 0) {
             continue;
         }
+        want += (size_t)w;
         if ((size_t)w >= cap - out) {
             out = cap - 1u;
             cut = 1;
@@ -274,5 +328,5 @@ int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
     if (cut && out >= 3u) {
         memcpy(dst + out - 3u, "...", 3);
     }
-    return (int)out;
+    return want > INT_MAX ? INT_MAX : (int)want;
 }

@@ -60,10 +60,13 @@ static void test_every_argument_type_renders_like_snprintf(void **state)
                         (ptrdiff_t)-5);
         NWB_LOGGER_INFO("%f %.1f %s %s %s %p %5.2s|%-*d", f, 1.25, "lit", arr, null_str, (void *)&x,
                         "xyz", 4, 9);
+        NWB_LOGGER_INFO("%s %s", null_str, "after");
     }
     assert_int_equal(nwb_client_flush(*state, 10000), 0);
-    assert_int_equal(cap_count(), 4);
-    for (size_t i = 0; i < 4; i += 2) {
+    assert_int_equal(cap_count(), 6);
+    for (size_t i = 0; i < 6; i += 3) {
+        /* a NULL string before another string: the worker steps over its NUL */
+        assert_string_equal(cap_get(i + 2)->msg, "(null) after");
         assert_string_equal(cap_get(i)->msg,
                             "q -100 200 -12345 54321 1 3 4000000000 -1 1 -2 2 3 -4 -5");
         snprintf(want, sizeof(want), "0.250000 1.2 lit array (null) %p    xy|9   ", (void *)&x);

@@ -209,18 +209,27 @@ static void test_format_args_refuses_percent_n_and_cuts_at_its_bound(void **stat
     assert_int_equal(format(out, sizeof(out), "x%n", NWB_LOG_ARG_POINTER, a, 1), -1);
     assert_int_equal(format(out, sizeof(out), "%5n", NWB_LOG_ARG_POINTER, a, 1), -1);
     assert_int_equal(format(out, 0, "x", 0, a, 0), -1);
-    assert_int_equal(format(out, 1, "abc", 0, a, 0), 0);
+    assert_int_equal(format(out, 1, "abc", 0, a, 0), 3);
     assert_string_equal(out, "");
     /* 15 bytes fit exactly; 16 are cut and end in "..." */
     assert_int_equal(format(out, sizeof(out), "%015d", 0, a, 1), 15);
     assert_string_equal(out, "000000000000005");
-    assert_int_equal(format(out, sizeof(out), "%016d", 0, a, 1), 15);
+    assert_int_equal(format(out, sizeof(out), "%016d", 0, a, 1), 16); /* like snprintf */
     assert_string_equal(out, "000000000000...");
-    assert_int_equal(format(out, sizeof(out), "0123456789abcdefg", 0, a, 0), 15);
+    assert_int_equal(format(out, sizeof(out), "0123456789abcdefg", 0, a, 0), 17);
     assert_string_equal(out, "0123456789ab...");
     /* %% and text printf does not know are kept as text; %m needs no argument */
     format(out, sizeof(out), "%% %y %d", 0, a, 1);
     assert_string_equal(out, "% %y 5");
+    /* positional arguments, "*N$" widths included */
+    {
+        char big[64];
+        nwb_log_arg_t b[3] = {{.p = "world"}, {.p = "hello"}, {.i = 6}};
+        const uint64_t t = NWB_LOG_ARG_POINTER | (NWB_LOG_ARG_POINTER << 2);
+
+        format(big, sizeof(big), "%2$s %1$s|%2$*3$s|", t, b, 3);
+        assert_string_equal(big, "hello world| hello|");
+    }
 }
 
 int main(void)

@@ -4,8 +4,8 @@
  * the printf of the C macros' captured arguments. Input: byte 0 picks the output buffer size
  * (1..256), bytes 1-8 are the argument classes (2 bits each), the rest is the format. Every
  * pointer argument points at a buffer that is a valid narrow and wide string; integers and
- * doubles take fixed values. The result must be -1 or a length below the buffer size, with
- * the output NUL-terminated there.
+ * doubles take fixed values. The result must be -1 or the message's length, the output
+ * NUL-terminated at that length or the buffer's end.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,8 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fmt[size - 9] = '\0';
     n = nwb_log_format_args(out, cap, fmt, types, args,
                             (unsigned)(data[0] % (NWB_LOG_MAX_ARGS + 1)));
-    if (n != -1 && ((size_t)n >= cap || out[n] != '\0' || strlen(out) != (size_t)n)) {
-        abort();
+    if (n != -1) {
+        /* like snprintf: n is the whole length; the output ends at min(n, cap - 1) (a %c of 0
+         * may put a NUL before that) */
+        const size_t end = (size_t)n < cap ? (size_t)n : cap - 1u;
+
+        if (out[end] != '\0' || strlen(out) > end) {
+            abort();
+        }
     }
     free(fmt);
     return 0;

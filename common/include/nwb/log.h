@@ -149,10 +149,11 @@ NWB_API void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_
 /**
  * printf @p fmt with captured arguments into @p dst (at most @p cap - 1 bytes
  * and a NUL; cut output ends in "..."). A conversion takes the argument the
- * format says, converted from its captured class (an integer where a double
- * is expected is converted, a non-pointer given to %s prints "(null)", a
- * missing argument is 0). Returns the length written, or -1 when @p fmt has
- * %n (never supported; nothing is printed) or @p cap is 0.
+ * format says (positional "%N$" too), converted from its captured class (an
+ * integer where a double is expected is converted, a non-pointer given to %s
+ * prints "(null)", a missing argument is 0). Returns, like snprintf, the
+ * length the whole message has (>= @p cap: it was cut), or -1 when @p fmt
+ * has %n (never supported; @p dst is then not a message) or @p cap is 0.
  */
 NWB_API int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
                                 const nwb_log_arg_t *args, unsigned nargs);
