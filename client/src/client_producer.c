@@ -950,63 +950,47 @@ static inline void copy_short(uint8_t *dst, const char *src, size_t len)
     }
 }
 
-/*
- * The fast path of a READY LAYOUT_DIRECT site: reserve the site's worst case
- * (every string NWB__STR_MAX long), then walk the arguments once, writing
- * slots and strings straight into the ring, and publish the actual size.
- * Returns 0 without touching @p ap when the worst case does not fit right
- * now (or a drop note is due): the caller takes the general path.
- */
-static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
-                                     nwb_log_site_t *site, struct arg_src *ap)
+/* A DIRECT site's worst case reserved, or NULL (no room right now, or a drop note is due). */
+static inline uint8_t *direct_reserve(struct nwb__ring *r, const nwb_log_site_t *site)
 {
-    const unsigned nargs = site->nargs;
     const uint32_t worst =
         round8(NWB__REC_HDR + site->slot_bytes + site->nstrs * (NWB__STR_MAX + 1u));
-    const uint64_t now = nwb__clock_stamp(&c->clock);
-    uint8_t *dst;
-    uint8_t *slot;
-    uint8_t *str;
-    struct nwb__rec *h;
-    uint32_t size;
 
     if (NWB_UNLIKELY(r->pending_drops != 0 || worst > r->prec_max)) {
-        return 0;
+        return NULL;
     }
-    dst = nwb__ring_reserve(r, worst);
-    if (NWB_UNLIKELY(dst == NULL)) {
-        return 0;
-    }
-    slot = dst + NWB__REC_HDR;
-    str = slot + site->slot_bytes;
-    for (unsigned i = 0; i < nargs; i++) {
-        if (!kind_is_string(site->kinds[i])) {
-            slot += scalar_put(slot, site->kinds[i], ap);
-            continue;
-        }
-        { /* NWB__ARG_STR: the only string kind of a DIRECT site */
-            const char *s = src_string(ap);
-            uint32_t len = 0;
-            uint32_t sflags = NWB__STR_NULL;
+    return nwb__ring_reserve(r, worst);
+}
 
-            if (s != NULL) {
-                len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
-                sflags = 0;
-                if (len > NWB__STR_MAX) {
-                    len = NWB__STR_MAX;
-                    sflags = NWB__STR_TRUNCATED;
-                }
-                copy_short(str, s, len);
-            }
-            memcpy(slot, &len, 4);
-            memcpy(slot + 4, &sflags, 4);
-            str[len] = '\0';
-            str += len + 1u;
-            slot += 8;
+/* A plain %s of a DIRECT site: its slot (length, flags) and its bytes at @p str; returns the
+ * end of the strings written. */
+static inline uint8_t *direct_put_str(uint8_t *slot, uint8_t *str, const char *s)
+{
+    uint32_t len = 0;
+    uint32_t sflags = NWB__STR_NULL;
+
+    if (s != NULL) {
+        len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
+        sflags = 0;
+        if (len > NWB__STR_MAX) {
+            len = NWB__STR_MAX;
+            sflags = NWB__STR_TRUNCATED;
         }
+        copy_short(str, s, len);
     }
-    size = round8((size_t)(str - dst));
-    h = (struct nwb__rec *)(void *)dst;
+    memcpy(slot, &len, 4);
+    memcpy(slot + 4, &sflags, 4);
+    str[len] = '\0';
+    return str + len + 1u;
+}
+
+/* Header and publication of a DIRECT record that starts at @p dst and ends at @p end. */
+static inline void direct_publish(struct nwb_client *c, struct nwb__ring *r, nwb_log_site_t *site,
+                                  uint8_t *dst, const uint8_t *end, uint64_t now)
+{
+    const uint32_t size = round8((size_t)(end - dst));
+    struct nwb__rec *h = (struct nwb__rec *)(void *)dst;
+
     h->size = size;
     h->type = NWB__REC_ARGS;
     h->flags = 0;
@@ -1014,69 +998,68 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
     h->site = site;
     h->time_ns = now;
     publish(c, r, size);
+}
+
+/*
+ * The fast path of a READY LAYOUT_DIRECT site called through va_list:
+ * reserve the site's worst case (every string NWB__STR_MAX long), then walk
+ * the arguments once, writing slots and strings straight into the ring, and
+ * publish the actual size. Returns 0 without touching @p ap when the worst
+ * case does not fit right now (or a drop note is due): the caller takes the
+ * general path.
+ */
+static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
+                                     nwb_log_site_t *site, struct arg_src *ap)
+{
+    const uint64_t now = nwb__clock_stamp(&c->clock);
+    uint8_t *dst = direct_reserve(r, site);
+    uint8_t *slot;
+    uint8_t *str;
+
+    if (NWB_UNLIKELY(dst == NULL)) {
+        return 0;
+    }
+    slot = dst + NWB__REC_HDR;
+    str = slot + site->slot_bytes;
+    for (unsigned i = 0; i < site->nargs; i++) {
+        if (!kind_is_string(site->kinds[i])) {
+            slot += scalar_put(slot, site->kinds[i], ap);
+            continue;
+        }
+        str = direct_put_str(slot, str, src_string(ap)); /* NWB__ARG_STR, the only string kind */
+        slot += 8;
+    }
+    direct_publish(c, r, site, dst, str, now);
     return 1;
 }
 
 /*
  * The fast path of a LAYOUT_DIRECT | LAYOUT_TYPED site: the call's captures
  * are already the slots the record holds, so each scalar is an 8-byte copy
- * and only %s arguments are measured (strnlen) and copied. Same record as
- * record_args_direct; same refusal (returns 0) when the worst case does not fit.
+ * and only %s arguments are measured (strnlen) and copied. Same record and
+ * same refusal (returns 0) as record_args_direct.
  */
 static inline int record_captured_direct(struct nwb_client *c, struct nwb__ring *r,
                                          nwb_log_site_t *site, const nwb_log_arg_t *args)
 {
-    const unsigned nargs = site->nargs;
-    const uint32_t worst =
-        round8(NWB__REC_HDR + site->slot_bytes + site->nstrs * (NWB__STR_MAX + 1u));
     const uint64_t now = nwb__clock_stamp(&c->clock);
-    uint8_t *dst;
+    uint8_t *dst = direct_reserve(r, site);
     uint8_t *slot;
     uint8_t *str;
-    struct nwb__rec *h;
-    uint32_t size;
 
-    if (NWB_UNLIKELY(r->pending_drops != 0 || worst > r->prec_max)) {
-        return 0;
-    }
-    dst = nwb__ring_reserve(r, worst);
     if (NWB_UNLIKELY(dst == NULL)) {
         return 0;
     }
     slot = dst + NWB__REC_HDR;
     str = slot + site->slot_bytes;
-    for (unsigned i = 0; i < nargs; i++, slot += 8) {
-        const char *s = (const char *)args[i].p;
-        uint32_t len = 0;
-        uint32_t sflags = NWB__STR_NULL;
-
+    for (unsigned i = 0; i < site->nargs; i++, slot += 8) {
         if (!kind_is_string(site->kinds[i])) {
             memcpy(slot, &args[i], 8);
             continue;
         }
-        if (s != NULL) { /* NWB__ARG_STR: the only string kind of a DIRECT site */
-            len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
-            sflags = 0;
-            if (len > NWB__STR_MAX) {
-                len = NWB__STR_MAX;
-                sflags = NWB__STR_TRUNCATED;
-            }
-            copy_short(str, s, len);
-        }
-        memcpy(slot, &len, 4);
-        memcpy(slot + 4, &sflags, 4);
-        str[len] = '\0';
-        str += len + 1u;
+        str = direct_put_str(slot, str, (const char *)args[i].p);
     }
-    size = round8((size_t)(str - dst));
-    h = (struct nwb__rec *)(void *)dst;
-    h->size = size;
-    h->type = NWB__REC_ARGS;
-    h->flags = 0;
-    h->aux = site->slot_bytes;
-    h->site = site;
-    h->time_ns = now;
-    publish(c, r, size);
+    direct_publish(c, r, site, dst, str, now);
     return 1;
 }
 
