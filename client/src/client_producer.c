@@ -1063,9 +1063,15 @@ static inline int record_captured_direct(struct nwb_client *c, struct nwb__ring 
     return 1;
 }
 
-/* The deferred path: capture the raw arguments. */
-static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
-                        struct arg_src *ap)
+/*
+ * The general path: measure every argument on the stack first, then reserve
+ * the exact size (first use of a site, COMPLEX sites, non-DIRECT layouts, a
+ * nearly full ring). Not inlined: its arrays would otherwise give the fast
+ * paths in record_args a large frame to set up on every call.
+ */
+static NWB_NOINLINE void record_args_general(struct nwb_client *c, struct producer *p,
+                                             nwb_log_site_t *site, struct arg_src *ap,
+                                             uint32_t state)
 {
     struct nwb__ring *r = p->ring;
     _Alignas(16) uint8_t slots[NWB_LOG_MAX_ARGS * 16];
@@ -1073,8 +1079,6 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint32_t sl[NWB_LOG_MAX_ARGS];
     uint32_t soff[NWB_LOG_MAX_ARGS];
     uint8_t local[NWB_LOG_MAX_ARGS];
-    /* Acquire first: kinds and nargs are only valid once READY is seen. */
-    uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
     const uint8_t *kinds = site->kinds;
     unsigned nargs = state == NWB_LOG_SITE_READY ? site->nargs : 0u;
     unsigned ns = 0;
@@ -1087,16 +1091,6 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint8_t *dst;
     struct nwb__rec *h;
 
-    /* The layout is only read after this thread's acquire load saw READY. */
-    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && r != NULL)) {
-        if (site->layout == (LAYOUT_DIRECT | LAYOUT_TYPED) && ap->ap == NULL) {
-            if (record_captured_direct(c, r, site, ap->args)) {
-                return;
-            }
-        } else if ((site->layout & LAYOUT_DIRECT) != 0 && record_args_direct(c, r, site, ap)) {
-            return;
-        }
-    }
     if (NWB_UNLIKELY(state != NWB_LOG_SITE_READY)) {
         if (state == NWB_LOG_SITE_COMPLEX) {
             nargs = 0;
@@ -1206,6 +1200,26 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
         dst += sl[j] + 1u;
     }
     publish(c, r, size);
+}
+
+/* The deferred path: capture the raw arguments, by a DIRECT fast path when the site has one. */
+static inline void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                               struct arg_src *ap)
+{
+    struct nwb__ring *r = p->ring;
+    /* Acquire first: kinds, nargs and the layout are only valid once READY is seen. */
+    const uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+
+    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && r != NULL)) {
+        if (site->layout == (LAYOUT_DIRECT | LAYOUT_TYPED) && ap->ap == NULL) {
+            if (record_captured_direct(c, r, site, ap->args)) {
+                return;
+            }
+        } else if ((site->layout & LAYOUT_DIRECT) != 0 && record_args_direct(c, r, site, ap)) {
+            return;
+        }
+    }
+    record_args_general(c, p, site, ap, state);
 }
 
 /* ---- the logger ops ---- */
