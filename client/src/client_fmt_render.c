@@ -68,6 +68,9 @@ static const char *take_str(struct args *a, uint32_t *sflags)
     memcpy(&len, s, 4);
     memcpy(sflags, s + 4, 4);
     if (*sflags & NWB__STR_NULL) {
+        if (a->str_off < a->strs_len) {
+            a->str_off++; /* the producer writes a NUL for a NULL string too */
+        }
         return "(null)";
     }
     if (a->str_off + (size_t)len + 1u > a->strs_len || a->strs[a->str_off + len] != '\0') {

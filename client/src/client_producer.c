@@ -481,6 +481,19 @@ static void drop_no_ring(struct nwb_client *c)
 
 /* ---- records ---- */
 
+/*
+ * Where a call's arguments come from: a va_list (the variadic entry: C++,
+ * long double, more than NWB_LOG_MAX_ARGS) or the C macros' capture by type
+ * (@p args, classes in @p types), read in order by scalar_put / src_string.
+ */
+struct arg_src {
+    va_list *ap; /* NULL: captured */
+    uint64_t types;
+    const nwb_log_arg_t *args;
+    unsigned nargs;
+    unsigned next;
+};
+
 /* A message as is: raw calls, and formats rendered on the calling thread. */
 static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
                         const char *msg, size_t len)
@@ -527,10 +540,84 @@ static void record_text(struct nwb_client *c, struct producer *p, nwb_log_site_t
 }
 
 /* A COMPLEX site: format here with vsnprintf (slow path, same text as printf). */
+static void record_complex_va(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                              va_list ap);
+
+/* A COMPLEX site called with captured arguments: nwb_log_format_args here (slow path); a
+ * message too long for the stack buffer is formatted straight into the ring. */
+static NWB_NOINLINE void record_complex_captured(struct nwb_client *c, struct producer *p,
+                                                 nwb_log_site_t *site, const struct arg_src *src)
+{
+    struct nwb__ring *r = p->ring;
+    char small[512];
+    const int n =
+        nwb_log_format_args(small, sizeof(small), site->fmt, src->types, src->args, src->nargs);
+    size_t max;
+    size_t len;
+    uint32_t size;
+    uint64_t now;
+    uint8_t *dst;
+    struct nwb__rec *h;
+
+    if (n < 0) {
+        record_text(c, p, site, site->fmt, strlen(site->fmt));
+        return;
+    }
+    if ((size_t)n < sizeof(small)) {
+        record_text(c, p, site, small, (size_t)n);
+        return;
+    }
+    if (r == NULL) {
+        drop_no_ring(c);
+        return;
+    }
+    max = r->prec_max - NWB__REC_HDR - 1u;
+    if (max > NWB_LOG_RECORD_MSG_MAX) {
+        max = NWB_LOG_RECORD_MSG_MAX;
+    }
+    len = (size_t)n > max ? max : (size_t)n;
+    size = round8(NWB__REC_HDR + len + 1u);
+    now = nwb__clock_stamp(&c->clock);
+    dst = reserve(c, p, r, size, now);
+    if (dst == NULL) {
+        return;
+    }
+    h = (struct nwb__rec *)(void *)dst;
+    h->size = size;
+    h->type = NWB__REC_TEXT;
+    h->flags = len < (size_t)n ? NWB_LOG_RECORD_TRUNCATED : 0; /* cut text ends in "..." */
+    h->aux = (uint16_t)(size - NWB__REC_HDR - len);
+    h->site = site;
+    h->time_ns = now;
+    (void)nwb_log_format_args((char *)dst + NWB__REC_HDR, len + 1u, site->fmt, src->types,
+                              src->args, src->nargs);
+    publish(c, r, size);
+}
+
 static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p,
-                                        nwb_log_site_t *site, unsigned how, va_list ap)
+                                        nwb_log_site_t *site, unsigned how,
+                                        const struct arg_src *src)
 {
     static const char reject[] = " [nwb: %n is not supported, arguments not printed]";
+    char small[512];
+    int n;
+
+    if (how == NWB__CX_REJECT) {
+        n = snprintf(small, sizeof(small), "%s%s", site->fmt, reject);
+        record_text(c, p, site, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
+        return;
+    }
+    if (src->ap == NULL) {
+        record_complex_captured(c, p, site, src);
+        return;
+    }
+    record_complex_va(c, p, site, *src->ap);
+}
+
+/* A COMPLEX site called through va_list: format here with vsnprintf (same text as printf). */
+static void record_complex_va(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                              va_list ap)
+{
     struct nwb__ring *r = p->ring;
     char small[512];
     uint64_t now;
@@ -542,11 +629,6 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
     va_list aq;
     int n;
 
-    if (how == NWB__CX_REJECT) {
-        n = snprintf(small, sizeof(small), "%s%s", site->fmt, reject);
-        record_text(c, p, site, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
-        return;
-    }
     va_copy(aq, ap);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -597,8 +679,31 @@ static NWB_NOINLINE void record_complex(struct nwb_client *c, struct producer *p
 #define LAYOUT_GENERIC 0u
 #define LAYOUT_DIRECT  1u
 #define DIRECT_MAX     (16u * 1024u)
+/* Flag on LAYOUT_DIRECT: the site is called with captured arguments whose classes are the ones
+ * its kinds read (integer for the integer kinds, double, pointer for %p and %s), so the fast
+ * path copies each 8-byte capture as is (record_captured_direct). The classes of one site are
+ * compile-time constants of its one macro expansion, so checking them once is enough. */
+#define LAYOUT_TYPED 2u
 
-static void layout_prepare(nwb_log_site_t *site)
+/* Whether captured class @p cls is what kind @p kind reads (long double never is). */
+static int class_fits_kind(unsigned cls, unsigned kind)
+{
+    switch (kind) {
+    case NWB__ARG_DOUBLE:
+        return cls == NWB_LOG_ARG_DOUBLE;
+    case NWB__ARG_LDOUBLE:
+        return 0;
+    case NWB__ARG_PTR:
+    case NWB__ARG_STR:
+    case NWB__ARG_STR_PSTAR:
+    case NWB__ARG_STR_PLIT:
+        return cls == NWB_LOG_ARG_POINTER;
+    default:
+        return cls == NWB_LOG_ARG_SIGNED || cls == NWB_LOG_ARG_UNSIGNED;
+    }
+}
+
+static void layout_prepare(nwb_log_site_t *site, const struct arg_src *src)
 {
     unsigned bytes = 0;
     unsigned nstrs = 0;
@@ -627,14 +732,22 @@ static void layout_prepare(nwb_log_site_t *site)
     if (NWB__REC_HDR + bytes + nstrs * (NWB__STR_MAX + 1u) + 7u > DIRECT_MAX) {
         layout = LAYOUT_GENERIC;
     }
+    if (layout == LAYOUT_DIRECT && src->ap == NULL && src->nargs >= site->nargs) {
+        unsigned fits = 1;
+
+        for (unsigned i = 0; i < site->nargs; i++) {
+            fits &= (unsigned)class_fits_kind(NWB_LOG_ARG_CLASS(src->types, i), site->kinds[i]);
+        }
+        layout |= fits ? LAYOUT_TYPED : 0u;
+    }
     site->slot_bytes = (uint16_t)bytes;
     site->nstrs = (uint8_t)nstrs;
     site->layout = (uint8_t)layout;
 }
 
 /* Parse the site's format once; threads that lose the race parse into @p local. */
-static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
-                                          const uint8_t **kinds, unsigned *nargs)
+static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, const struct arg_src *src,
+                                          uint8_t *local, const uint8_t **kinds, unsigned *nargs)
 {
     uint32_t expected = NWB_LOG_SITE_UNPARSED;
     uint32_t st;
@@ -645,7 +758,7 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
         st = nwb__fmt_parse(site->fmt, site->kinds, &n);
         site->nargs = n;
         if (st == NWB_LOG_SITE_READY) {
-            layout_prepare(site);
+            layout_prepare(site, src);
         }
         __atomic_store_n(&site->state, st, __ATOMIC_RELEASE);
         *kinds = site->kinds;
@@ -668,7 +781,7 @@ static NWB_NOINLINE uint32_t site_prepare(nwb_log_site_t *site, uint8_t *local,
  * 16 for long double). Returns the bytes written. The one place that knows
  * each kind's C type: both walks of the arguments call it.
  */
-static inline unsigned scalar_put(uint8_t *slot, unsigned kind, va_list *ap)
+static inline unsigned scalar_put_va(uint8_t *slot, unsigned kind, va_list *ap)
 {
     switch (kind) {
     case NWB__ARG_INT: {
@@ -734,6 +847,81 @@ static inline int kind_is_string(unsigned kind)
     return kind >= NWB__ARG_STR;
 }
 
+/* double -> int64_t without undefined behaviour: NaN is 0, out of range is clamped. */
+static int64_t double_to_i64(double d)
+{
+    if (!(d == d)) {
+        return 0;
+    }
+    if (d >= 9.2233720368547758e18) {
+        return INT64_MAX;
+    }
+    if (d <= -9.2233720368547758e18) {
+        return INT64_MIN;
+    }
+    return (int64_t)d;
+}
+
+/*
+ * Store the next captured argument as @p kind (the format's word, never the
+ * capture's): a value of another class is converted (integer <-> double,
+ * a pointer's bits for an integer kind); a missing argument is 0.
+ */
+static unsigned scalar_put_captured(uint8_t *slot, unsigned kind, struct arg_src *src)
+{
+    nwb_log_arg_t v = {.u = 0};
+    unsigned cls = NWB_LOG_ARG_UNSIGNED;
+
+    if (src->next < src->nargs) {
+        v = src->args[src->next];
+        cls = NWB_LOG_ARG_CLASS(src->types, src->next);
+    }
+    src->next++;
+    if (kind == NWB__ARG_DOUBLE || kind == NWB__ARG_LDOUBLE) {
+        const long double d = cls == NWB_LOG_ARG_DOUBLE   ? (long double)v.d
+                              : cls == NWB_LOG_ARG_SIGNED ? (long double)v.i
+                                                          : (long double)v.u;
+
+        if (kind == NWB__ARG_DOUBLE) {
+            const double x = (double)d;
+
+            memcpy(slot, &x, 8);
+            return 8;
+        }
+        memset(slot, 0, 16);
+        memcpy(slot, &d, sizeof(d) < 16 ? sizeof(d) : 16);
+        return 16;
+    }
+    if (cls == NWB_LOG_ARG_DOUBLE) {
+        v.i = double_to_i64(v.d);
+    }
+    memcpy(slot, &v, 8); /* integer kinds and %p: the 64 bits (render reads an INT's low int) */
+    return 8;
+}
+
+static inline unsigned scalar_put(uint8_t *slot, unsigned kind, struct arg_src *src)
+{
+    if (src->ap != NULL) {
+        return scalar_put_va(slot, kind, src->ap);
+    }
+    return scalar_put_captured(slot, kind, src);
+}
+
+/* The next argument as a string: a captured non-pointer is NULL, never read as a string. */
+static inline const char *src_string(struct arg_src *src)
+{
+    const char *s = NULL;
+
+    if (src->ap != NULL) {
+        return va_arg(*src->ap, const char *);
+    }
+    if (src->next < src->nargs && NWB_LOG_ARG_CLASS(src->types, src->next) == NWB_LOG_ARG_POINTER) {
+        s = (const char *)src->args[src->next].p;
+    }
+    src->next++;
+    return s;
+}
+
 /*
  * Copy @p len bytes reading only [src, src + len). Strings in log calls are
  * short: fixed-size (overlapping) moves the compiler emits as register
@@ -762,63 +950,47 @@ static inline void copy_short(uint8_t *dst, const char *src, size_t len)
     }
 }
 
-/*
- * The fast path of a READY LAYOUT_DIRECT site: reserve the site's worst case
- * (every string NWB__STR_MAX long), then walk the arguments once, writing
- * slots and strings straight into the ring, and publish the actual size.
- * Returns 0 without touching @p ap when the worst case does not fit right
- * now (or a drop note is due): the caller takes the general path.
- */
-static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
-                                     nwb_log_site_t *site, va_list *ap)
+/* A DIRECT site's worst case reserved, or NULL (no room right now, or a drop note is due). */
+static inline uint8_t *direct_reserve(struct nwb__ring *r, const nwb_log_site_t *site)
 {
-    const unsigned nargs = site->nargs;
     const uint32_t worst =
         round8(NWB__REC_HDR + site->slot_bytes + site->nstrs * (NWB__STR_MAX + 1u));
-    const uint64_t now = nwb__clock_stamp(&c->clock);
-    uint8_t *dst;
-    uint8_t *slot;
-    uint8_t *str;
-    struct nwb__rec *h;
-    uint32_t size;
 
     if (NWB_UNLIKELY(r->pending_drops != 0 || worst > r->prec_max)) {
-        return 0;
+        return NULL;
     }
-    dst = nwb__ring_reserve(r, worst);
-    if (NWB_UNLIKELY(dst == NULL)) {
-        return 0;
-    }
-    slot = dst + NWB__REC_HDR;
-    str = slot + site->slot_bytes;
-    for (unsigned i = 0; i < nargs; i++) {
-        if (!kind_is_string(site->kinds[i])) {
-            slot += scalar_put(slot, site->kinds[i], ap);
-            continue;
-        }
-        { /* NWB__ARG_STR: the only string kind of a DIRECT site */
-            const char *s = va_arg(*ap, const char *);
-            uint32_t len = 0;
-            uint32_t sflags = NWB__STR_NULL;
+    return nwb__ring_reserve(r, worst);
+}
 
-            if (s != NULL) {
-                len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
-                sflags = 0;
-                if (len > NWB__STR_MAX) {
-                    len = NWB__STR_MAX;
-                    sflags = NWB__STR_TRUNCATED;
-                }
-                copy_short(str, s, len);
-            }
-            memcpy(slot, &len, 4);
-            memcpy(slot + 4, &sflags, 4);
-            str[len] = '\0';
-            str += len + 1u;
-            slot += 8;
+/* A plain %s of a DIRECT site: its slot (length, flags) and its bytes at @p str; returns the
+ * end of the strings written. */
+static inline uint8_t *direct_put_str(uint8_t *slot, uint8_t *str, const char *s)
+{
+    uint32_t len = 0;
+    uint32_t sflags = NWB__STR_NULL;
+
+    if (s != NULL) {
+        len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
+        sflags = 0;
+        if (len > NWB__STR_MAX) {
+            len = NWB__STR_MAX;
+            sflags = NWB__STR_TRUNCATED;
         }
+        copy_short(str, s, len);
     }
-    size = round8((size_t)(str - dst));
-    h = (struct nwb__rec *)(void *)dst;
+    memcpy(slot, &len, 4);
+    memcpy(slot + 4, &sflags, 4);
+    str[len] = '\0';
+    return str + len + 1u;
+}
+
+/* Header and publication of a DIRECT record that starts at @p dst and ends at @p end. */
+static inline void direct_publish(struct nwb_client *c, struct nwb__ring *r, nwb_log_site_t *site,
+                                  uint8_t *dst, const uint8_t *end, uint64_t now)
+{
+    const uint32_t size = round8((size_t)(end - dst));
+    struct nwb__rec *h = (struct nwb__rec *)(void *)dst;
+
     h->size = size;
     h->type = NWB__REC_ARGS;
     h->flags = 0;
@@ -826,11 +998,80 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
     h->site = site;
     h->time_ns = now;
     publish(c, r, size);
+}
+
+/*
+ * The fast path of a READY LAYOUT_DIRECT site called through va_list:
+ * reserve the site's worst case (every string NWB__STR_MAX long), then walk
+ * the arguments once, writing slots and strings straight into the ring, and
+ * publish the actual size. Returns 0 without touching @p ap when the worst
+ * case does not fit right now (or a drop note is due): the caller takes the
+ * general path.
+ */
+static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
+                                     nwb_log_site_t *site, struct arg_src *ap)
+{
+    const uint64_t now = nwb__clock_stamp(&c->clock);
+    uint8_t *dst = direct_reserve(r, site);
+    uint8_t *slot;
+    uint8_t *str;
+
+    if (NWB_UNLIKELY(dst == NULL)) {
+        return 0;
+    }
+    slot = dst + NWB__REC_HDR;
+    str = slot + site->slot_bytes;
+    for (unsigned i = 0; i < site->nargs; i++) {
+        if (!kind_is_string(site->kinds[i])) {
+            slot += scalar_put(slot, site->kinds[i], ap);
+            continue;
+        }
+        str = direct_put_str(slot, str, src_string(ap)); /* NWB__ARG_STR, the only string kind */
+        slot += 8;
+    }
+    direct_publish(c, r, site, dst, str, now);
     return 1;
 }
 
-/* The deferred path: capture the raw arguments. */
-static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site, va_list *ap)
+/*
+ * The fast path of a LAYOUT_DIRECT | LAYOUT_TYPED site: the call's captures
+ * are already the slots the record holds, so each scalar is an 8-byte copy
+ * and only %s arguments are measured (strnlen) and copied. Same record and
+ * same refusal (returns 0) as record_args_direct.
+ */
+static inline int record_captured_direct(struct nwb_client *c, struct nwb__ring *r,
+                                         nwb_log_site_t *site, const nwb_log_arg_t *args)
+{
+    const uint64_t now = nwb__clock_stamp(&c->clock);
+    uint8_t *dst = direct_reserve(r, site);
+    uint8_t *slot;
+    uint8_t *str;
+
+    if (NWB_UNLIKELY(dst == NULL)) {
+        return 0;
+    }
+    slot = dst + NWB__REC_HDR;
+    str = slot + site->slot_bytes;
+    for (unsigned i = 0; i < site->nargs; i++, slot += 8) {
+        if (!kind_is_string(site->kinds[i])) {
+            memcpy(slot, &args[i], 8);
+            continue;
+        }
+        str = direct_put_str(slot, str, (const char *)args[i].p);
+    }
+    direct_publish(c, r, site, dst, str, now);
+    return 1;
+}
+
+/*
+ * The general path: measure every argument on the stack first, then reserve
+ * the exact size (first use of a site, COMPLEX sites, non-DIRECT layouts, a
+ * nearly full ring). Not inlined: its arrays would otherwise give the fast
+ * paths in record_args a large frame to set up on every call.
+ */
+static NWB_NOINLINE void record_args_general(struct nwb_client *c, struct producer *p,
+                                             nwb_log_site_t *site, struct arg_src *ap,
+                                             uint32_t state)
 {
     struct nwb__ring *r = p->ring;
     _Alignas(16) uint8_t slots[NWB_LOG_MAX_ARGS * 16];
@@ -838,8 +1079,6 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint32_t sl[NWB_LOG_MAX_ARGS];
     uint32_t soff[NWB_LOG_MAX_ARGS];
     uint8_t local[NWB_LOG_MAX_ARGS];
-    /* Acquire first: kinds and nargs are only valid once READY is seen. */
-    uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
     const uint8_t *kinds = site->kinds;
     unsigned nargs = state == NWB_LOG_SITE_READY ? site->nargs : 0u;
     unsigned ns = 0;
@@ -852,19 +1091,14 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     uint8_t *dst;
     struct nwb__rec *h;
 
-    /* The layout is only read after this thread's acquire load saw READY. */
-    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && site->layout == LAYOUT_DIRECT && r != NULL) &&
-        record_args_direct(c, r, site, ap)) {
-        return;
-    }
     if (NWB_UNLIKELY(state != NWB_LOG_SITE_READY)) {
         if (state == NWB_LOG_SITE_COMPLEX) {
             nargs = 0;
         } else {
-            state = site_prepare(site, local, &kinds, &nargs);
+            state = site_prepare(site, ap, local, &kinds, &nargs);
         }
         if (state == NWB_LOG_SITE_COMPLEX) {
-            record_complex(c, p, site, kinds[0], *ap);
+            record_complex(c, p, site, kinds[0], ap);
             return;
         }
     }
@@ -888,7 +1122,7 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
             continue;
         }
         { /* the three string kinds */
-            const char *s = va_arg(*ap, const char *);
+            const char *s = src_string(ap);
             uint32_t sflags = 0;
             size_t len = 0;
 
@@ -968,6 +1202,26 @@ static void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t
     publish(c, r, size);
 }
 
+/* The deferred path: capture the raw arguments, by a DIRECT fast path when the site has one. */
+static inline void record_args(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                               struct arg_src *ap)
+{
+    struct nwb__ring *r = p->ring;
+    /* Acquire first: kinds, nargs and the layout are only valid once READY is seen. */
+    const uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+
+    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && r != NULL)) {
+        if (site->layout == (LAYOUT_DIRECT | LAYOUT_TYPED) && ap->ap == NULL) {
+            if (record_captured_direct(c, r, site, ap->args)) {
+                return;
+            }
+        } else if ((site->layout & LAYOUT_DIRECT) != 0 && record_args_direct(c, r, site, ap)) {
+            return;
+        }
+    }
+    record_args_general(c, p, site, ap, state);
+}
+
 /* ---- the logger ops ---- */
 
 static void op_write(void *self, nwb_log_site_t *site, va_list ap)
@@ -991,14 +1245,60 @@ static void op_write(void *self, nwb_log_site_t *site, va_list ap)
         }
         va_list aq; /* record_args walks a copy by pointer (C11 7.16: ap itself is a parameter) */
 
+        struct arg_src src = {&aq, 0, NULL, 0, 0};
+
         va_copy(aq, ap);
-        record_args(c, p, site, &aq);
+        record_args(c, p, site, &src);
         va_end(aq);
         call_leave(p);
         return;
     }
     call_leave(p);
     fallback_format(site, ap);
+}
+
+/* No client or a nested call: the message formatted here, one stderr line. */
+static void fallback_format_captured(const nwb_log_site_t *site, uint64_t types,
+                                     const nwb_log_arg_t *args, unsigned nargs)
+{
+    char msg[1024];
+    const int n = nwb_log_format_args(msg, sizeof(msg), site->fmt, types, args, nargs);
+
+    if (n < 0) {
+        fallback_line(site, site->fmt, strlen(site->fmt));
+        return;
+    }
+    fallback_line(site, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1u);
+}
+
+static void op_write_args(void *self, nwb_log_site_t *site, uint64_t types,
+                          const nwb_log_arg_t *args, unsigned nargs)
+{
+    struct producer *p = &tls_producer;
+    struct nwb_client *c;
+
+    (void)self; /* the static logger; the live client is read under the in-call flag */
+    if (NWB_UNLIKELY(p->state != PROD_LINKED) && producer_link(p) != 0) {
+        fallback_format_captured(site, types, args, nargs);
+        return;
+    }
+    if (NWB_UNLIKELY(atomic_load_explicit(&p->in_call, memory_order_relaxed) != 0)) {
+        fallback_format_captured(site, types, args, nargs); /* nested (a signal handler) */
+        return;
+    }
+    c = call_enter(p);
+    if (NWB_LIKELY(c != NULL)) {
+        struct arg_src src = {NULL, types, args, nargs, 0};
+
+        if (NWB_UNLIKELY(p->gen != c->gen)) {
+            producer_attach(p, c);
+        }
+        record_args(c, p, site, &src);
+        call_leave(p);
+        return;
+    }
+    call_leave(p);
+    fallback_format_captured(site, types, args, nargs);
 }
 
 static void op_write_raw(void *self, nwb_log_site_t *site, const char *msg, size_t len)
@@ -1047,7 +1347,7 @@ static void op_flush(void *self)
     call_leave(p);
 }
 
-static const nwb_logger_ops_t producer_ops = {op_write, op_write_raw, op_flush};
+static const nwb_logger_ops_t producer_ops = {op_write, op_write_raw, op_flush, op_write_args};
 static nwb_logger_t producer_logger = {&producer_ops, NULL};
 
 nwb_logger_t *nwb__producer_logger(void)

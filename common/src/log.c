@@ -95,6 +95,34 @@ void nwb_log_write(nwb_log_site_t *site, ...)
     va_end(ap);
 }
 
+/*
+ * A C call with its arguments captured by type. A logger without write_args
+ * gets the message formatted here, through write_raw (a %n format prints the
+ * format text, never the arguments).
+ */
+void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_t *args,
+                        unsigned nargs)
+{
+    nwb_logger_t *logger = nwb_logger_current();
+    char msg[1024];
+    int n;
+
+    if (NWB_LIKELY(logger != NULL && logger->ops->write_args != NULL)) {
+        logger->ops->write_args(logger->self, site, types, args, nargs);
+        return;
+    }
+    n = nwb_log_format_args(msg, sizeof(msg), site->fmt, types, args, nargs);
+    if (n < 0) {
+        n = snprintf(msg, sizeof(msg), "%s", site->fmt);
+    }
+    n = n < 0 ? 0 : n >= (int)sizeof(msg) ? (int)sizeof(msg) - 1 : n;
+    if (logger != NULL) {
+        logger->ops->write_raw(logger->self, site, msg, (size_t)n);
+    } else {
+        fallback_write(site, msg, (size_t)n);
+    }
+}
+
 void nwb_log_write_raw(nwb_log_site_t *site, const char *msg)
 {
     nwb_logger_t *logger = nwb_logger_current();

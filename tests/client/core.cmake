@@ -2,7 +2,7 @@
 # format check, rings and drop/block policy, the worker, the standalone file output,
 # configuration and the client's lifecycle. Included from tests/client/CMakeLists.txt.
 
-set(nwb_core_tests macros eval ring worker standalone config lifecycle clock)
+set(nwb_core_tests macros eval ring worker standalone config lifecycle clock capture)
 foreach(name IN LISTS nwb_core_tests)
   nwb_add_test(client ${name} unit nwb::client_internal)
   # The tests reach the core's private header (client_core.h) and its test hooks.

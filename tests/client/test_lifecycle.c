@@ -190,7 +190,7 @@ static void other_write_raw(void *self, nwb_log_site_t *site, const char *msg, s
 static void test_calls_after_destroy_go_to_stderr(void **state)
 {
     struct fixture *f = *state;
-    static const nwb_logger_ops_t other_ops = {other_write, other_write_raw, NULL};
+    static const nwb_logger_ops_t other_ops = {other_write, other_write_raw, NULL, NULL};
     nwb_logger_t other = {&other_ops, NULL};
     nwb_logger_guard_t guard;
     nwb_client_config_t cfg = NWB_CLIENT_CONFIG_INIT;

@@ -80,10 +80,35 @@ typedef struct nwb_log_site {
  * thread's first call) allocate. flush blocks until everything accepted so
  * far is written or handed to durable storage.
  */
+/**
+ * One argument captured by the C macros (nwb_log_write_args): its value
+ * converted by its static type (C11 _Generic), never by the format. Integers
+ * are widened to 64 bits (sign- or zero-extended), float to double, pointers
+ * and strings kept as pointers.
+ */
+typedef union nwb_log_arg {
+    int64_t i;
+    uint64_t u;
+    double d;
+    const void *p;
+} nwb_log_arg_t;
+
+/* Captured argument classes: 2 bits per argument in nwb_log_write_args' @p types,
+ * argument k in bits 2k..2k+1 (NWB_LOG_MAX_ARGS * 2 <= 64). */
+#define NWB_LOG_ARG_SIGNED          0u /* .i: signed integers, char, enums of int */
+#define NWB_LOG_ARG_UNSIGNED        1u /* .u: unsigned integers, _Bool */
+#define NWB_LOG_ARG_DOUBLE          2u /* .d: float, double */
+#define NWB_LOG_ARG_POINTER         3u /* .p: any pointer (strings too) */
+#define NWB_LOG_ARG_CLASS(types, k) ((unsigned)((types) >> (2u * (unsigned)(k))) & 3u)
+
 typedef struct nwb_logger_ops {
     void (*write)(void *self, nwb_log_site_t *site, va_list ap);
     void (*write_raw)(void *self, nwb_log_site_t *site, const char *msg, size_t len);
     void (*flush)(void *self);
+    /* Optional (NULL: the call is formatted on the calling thread and given to write_raw):
+     * a call from C with its arguments captured by type, @p nargs <= NWB_LOG_MAX_ARGS. */
+    void (*write_args)(void *self, nwb_log_site_t *site, uint64_t types, const nwb_log_arg_t *args,
+                       unsigned nargs);
 } nwb_logger_ops_t;
 
 typedef struct nwb_logger {
@@ -118,6 +143,20 @@ NWB_API nwb_logger_t *nwb_logger_current(void);
 /** Entry points used by the macros; call the macros instead. */
 NWB_API void nwb_log_write(nwb_log_site_t *site, ...);
 NWB_API void nwb_log_write_raw(nwb_log_site_t *site, const char *msg);
+NWB_API void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_t *args,
+                                unsigned nargs);
+
+/**
+ * printf @p fmt with captured arguments into @p dst (at most @p cap - 1 bytes
+ * and a NUL; cut output ends in "..."). A conversion takes the argument the
+ * format says (positional "%N$" too), converted from its captured class (an
+ * integer where a double is expected is converted, a non-pointer given to %s
+ * prints "(null)", a missing argument is 0). Returns, like snprintf, the
+ * length the whole message has (>= @p cap: it was cut), or -1 when @p fmt
+ * has %n (never supported; @p dst is then not a message) or @p cap is 0.
+ */
+NWB_API int nwb_log_format_args(char *dst, size_t cap, const char *fmt, uint64_t types,
+                                const nwb_log_arg_t *args, unsigned nargs);
 NWB_API NWB_COLD void nwb_log_fatal_abort(void);
 NWB_API void nwb_log_flush(void);
 
@@ -146,6 +185,129 @@ static inline void nwb__log_raw_check(const char *msg)
     NWB__PP_ARITY_(__VA_ARGS__, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M, M,  \
                    M, M, M, M, M, M, M, M, M, 1, 0)
 
+/* ---- C: arguments captured by type (C11 _Generic), a non-variadic entry ---- */
+#ifndef __cplusplus
+/* NWB__PP_COUNT(...): the number of arguments, 1..32. */
+#define NWB__PP_COUNT(...)                                                                         \
+    NWB__PP_ARITY_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,    \
+                   16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define NWB__PP_CAT2_(a, b) a##b
+#define NWB__PP_CAT2(a, b)  NWB__PP_CAT2_(a, b)
+/* NWB__FE(M, J, a1, ..., an) = J(M(a1), J(M(a2), ... M(an))): M per argument, J joins. */
+#define NWB__FE(M, J, ...)       NWB__PP_CAT2(NWB__FE_, NWB__PP_COUNT(__VA_ARGS__))(M, J, __VA_ARGS__)
+#define NWB__FE_1(M, J, x)       M(x)
+#define NWB__FE_2(M, J, x, ...)  J(M(x), NWB__FE_1(M, J, __VA_ARGS__))
+#define NWB__FE_3(M, J, x, ...)  J(M(x), NWB__FE_2(M, J, __VA_ARGS__))
+#define NWB__FE_4(M, J, x, ...)  J(M(x), NWB__FE_3(M, J, __VA_ARGS__))
+#define NWB__FE_5(M, J, x, ...)  J(M(x), NWB__FE_4(M, J, __VA_ARGS__))
+#define NWB__FE_6(M, J, x, ...)  J(M(x), NWB__FE_5(M, J, __VA_ARGS__))
+#define NWB__FE_7(M, J, x, ...)  J(M(x), NWB__FE_6(M, J, __VA_ARGS__))
+#define NWB__FE_8(M, J, x, ...)  J(M(x), NWB__FE_7(M, J, __VA_ARGS__))
+#define NWB__FE_9(M, J, x, ...)  J(M(x), NWB__FE_8(M, J, __VA_ARGS__))
+#define NWB__FE_10(M, J, x, ...) J(M(x), NWB__FE_9(M, J, __VA_ARGS__))
+#define NWB__FE_11(M, J, x, ...) J(M(x), NWB__FE_10(M, J, __VA_ARGS__))
+#define NWB__FE_12(M, J, x, ...) J(M(x), NWB__FE_11(M, J, __VA_ARGS__))
+#define NWB__FE_13(M, J, x, ...) J(M(x), NWB__FE_12(M, J, __VA_ARGS__))
+#define NWB__FE_14(M, J, x, ...) J(M(x), NWB__FE_13(M, J, __VA_ARGS__))
+#define NWB__FE_15(M, J, x, ...) J(M(x), NWB__FE_14(M, J, __VA_ARGS__))
+#define NWB__FE_16(M, J, x, ...) J(M(x), NWB__FE_15(M, J, __VA_ARGS__))
+#define NWB__FE_17(M, J, x, ...) J(M(x), NWB__FE_16(M, J, __VA_ARGS__))
+#define NWB__FE_18(M, J, x, ...) J(M(x), NWB__FE_17(M, J, __VA_ARGS__))
+#define NWB__FE_19(M, J, x, ...) J(M(x), NWB__FE_18(M, J, __VA_ARGS__))
+#define NWB__FE_20(M, J, x, ...) J(M(x), NWB__FE_19(M, J, __VA_ARGS__))
+#define NWB__FE_21(M, J, x, ...) J(M(x), NWB__FE_20(M, J, __VA_ARGS__))
+#define NWB__FE_22(M, J, x, ...) J(M(x), NWB__FE_21(M, J, __VA_ARGS__))
+#define NWB__FE_23(M, J, x, ...) J(M(x), NWB__FE_22(M, J, __VA_ARGS__))
+#define NWB__FE_24(M, J, x, ...) J(M(x), NWB__FE_23(M, J, __VA_ARGS__))
+#define NWB__FE_25(M, J, x, ...) J(M(x), NWB__FE_24(M, J, __VA_ARGS__))
+#define NWB__FE_26(M, J, x, ...) J(M(x), NWB__FE_25(M, J, __VA_ARGS__))
+#define NWB__FE_27(M, J, x, ...) J(M(x), NWB__FE_26(M, J, __VA_ARGS__))
+#define NWB__FE_28(M, J, x, ...) J(M(x), NWB__FE_27(M, J, __VA_ARGS__))
+#define NWB__FE_29(M, J, x, ...) J(M(x), NWB__FE_28(M, J, __VA_ARGS__))
+#define NWB__FE_30(M, J, x, ...) J(M(x), NWB__FE_29(M, J, __VA_ARGS__))
+#define NWB__FE_31(M, J, x, ...) J(M(x), NWB__FE_30(M, J, __VA_ARGS__))
+#define NWB__J_COMMA(a, b)       a, b
+#define NWB__J_OR(a, b)          (a) | (b)
+#define NWB__J_SHIFT(a, b)       ((uint64_t)(a) | ((uint64_t)(b) << 2))
+
+static inline nwb_log_arg_t nwb__arg_i(long long v)
+{
+    nwb_log_arg_t a;
+
+    a.i = (int64_t)v;
+    return a;
+}
+static inline nwb_log_arg_t nwb__arg_u(unsigned long long v)
+{
+    nwb_log_arg_t a;
+
+    a.u = (uint64_t)v;
+    return a;
+}
+static inline nwb_log_arg_t nwb__arg_d(double v)
+{
+    nwb_log_arg_t a;
+
+    a.d = v;
+    return a;
+}
+/* Never called: sites with a long double argument take the variadic entry. */
+static inline nwb_log_arg_t nwb__arg_ld(long double v)
+{
+    return nwb__arg_d((double)v);
+}
+static inline nwb_log_arg_t nwb__arg_p(const volatile void *v)
+{
+    nwb_log_arg_t a;
+
+    a.u = (uint64_t)(uintptr_t)v;
+    return a;
+}
+/* One argument's capture, chosen by its static type (arrays decay, enums are their integer). */
+#define NWB__LOG_ARG(x)                                                                            \
+    _Generic((x), _Bool                                                                            \
+             : nwb__arg_u, char                                                                    \
+             : nwb__arg_i, signed char                                                             \
+             : nwb__arg_i, unsigned char                                                           \
+             : nwb__arg_u, short                                                                   \
+             : nwb__arg_i, unsigned short                                                          \
+             : nwb__arg_u, int                                                                     \
+             : nwb__arg_i, unsigned                                                                \
+             : nwb__arg_u, long                                                                    \
+             : nwb__arg_i, unsigned long                                                           \
+             : nwb__arg_u, long long                                                               \
+             : nwb__arg_i, unsigned long long                                                      \
+             : nwb__arg_u, float                                                                   \
+             : nwb__arg_d, double                                                                  \
+             : nwb__arg_d, long double                                                             \
+             : nwb__arg_ld, default                                                                \
+             : nwb__arg_p)(x)
+/* Its NWB_LOG_ARG_* class, an integer constant expression. */
+#define NWB__LOG_ARG_CLASS(x)                                                                      \
+    _Generic((x), _Bool : 1u, char : 0u, signed char : 0u, unsigned char : 1u, short : 0u,         \
+             unsigned short : 1u, int : 0u, unsigned : 1u, long : 0u, unsigned long : 1u,          \
+             long long : 0u, unsigned long long : 1u, float : 2u, double : 2u, long double : 2u,   \
+             default : 3u)
+#define NWB__LOG_IS_LDOUBLE(x) _Generic((x), long double : 1, default : 0)
+
+/* More than NWB_LOG_MAX_ARGS arguments or a long double: the variadic entry (both branches are
+ * compile-time constants; the dead one is removed). Arguments are evaluated once. */
+#define NWB__LOG_CALL(site, ...)                                                                   \
+    do {                                                                                           \
+        if (NWB__PP_COUNT(__VA_ARGS__) > NWB_LOG_MAX_ARGS ||                                       \
+            (NWB__FE(NWB__LOG_IS_LDOUBLE, NWB__J_OR, __VA_ARGS__))) {                              \
+            nwb_log_write((site), __VA_ARGS__);                                                    \
+        } else {                                                                                   \
+            const nwb_log_arg_t nwb__args[] = {NWB__FE(NWB__LOG_ARG, NWB__J_COMMA, __VA_ARGS__)};  \
+            nwb_log_write_args((site), NWB__FE(NWB__LOG_ARG_CLASS, NWB__J_SHIFT, __VA_ARGS__),     \
+                               nwb__args, (unsigned)(sizeof(nwb__args) / sizeof(nwb__args[0])));   \
+        }                                                                                          \
+    } while (0)
+#else
+/* C++: no _Generic; the variadic entry. */
+#define NWB__LOG_CALL(site, ...) nwb_log_write((site), __VA_ARGS__)
+#endif
+
 #define NWB__LOG(level, flags, ...)                                                                \
     NWB__PP_CAT(NWB__LOG_, NWB__PP_ONE_OR_MANY(__VA_ARGS__))(level, flags, __VA_ARGS__)
 #define NWB__LOG_1(level, flags, msg)                                                              \
@@ -160,7 +322,7 @@ static inline void nwb__log_raw_check(const char *msg)
         if (0) {                                                                                   \
             nwb__log_format_check(fmt, __VA_ARGS__);                                               \
         }                                                                                          \
-        nwb_log_write(&nwb__site, __VA_ARGS__);                                                    \
+        NWB__LOG_CALL(&nwb__site, __VA_ARGS__);                                                    \
     } while (0)
 
 /* A compiled-out call: type-checked, never evaluated. */
