@@ -624,39 +624,14 @@ static long long metric_value(const char *text, const char *key)
  */
 static long long metrics_records(int port, long long *decoded)
 {
-    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                              "Connection: close\r\n\r\n";
     char buf[64 * 1024];
-    size_t used = 0;
-    long long v = -1;
-    const int fd = nwb_bench_connect(port, 5000);
 
     *decoded = -1;
-    if (fd < 0) {
+    if (nwb_bench_metrics_get(port, buf, sizeof(buf)) != 0) {
         return -1;
     }
-    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf + used, sizeof(buf) - 1 - used);
-
-        if (n <= 0) {
-            break;
-        }
-        used += (size_t)n;
-        if (used == sizeof(buf) - 1) {
-            break;
-        }
-    }
-    close(fd);
-    buf[used] = '\0';
-    if (strncmp(buf, "HTTP/1.1 200", 12) == 0) {
-        v = metric_value(buf, "\nnwb_records_total ");
-        *decoded = metric_value(buf, "\nnwb_namesym_tokens_total{result=\"decoded\"} ");
-    }
-    return v;
+    *decoded = metric_value(buf, "\nnwb_namesym_tokens_total{result=\"decoded\"} ");
+    return metric_value(buf, "\nnwb_records_total ");
 }
 
 /* ---- one server under one load ---- */
