@@ -158,13 +158,21 @@ static void count_new(struct nwb_bench_reclaim *rc, struct tracked *t, uint64_t 
     }
 }
 
+/*
+ * The threshold is on the server's whole output, not per file: a server that
+ * writes one file per run (nwb-logserver, a run per connection) must not keep
+ * connections x punch_min of fresh tmpfs pages while the null server's one
+ * file is punched every punch_min. Once the done bytes of all files reach
+ * punch_min (or on the final step), every file is punched up to what is done.
+ */
 void nwb_bench_reclaim_step(struct nwb_bench_reclaim *rc, int final)
 {
+    uint64_t pending = 0;
+
     scan(rc, rc->dir, 0);
     for (int i = 0; i < rc->nfiles; i++) {
         struct tracked *t = &rc->files[i];
         struct stat st;
-        uint64_t upto;
 
         if (fstat(t->fd, &st) != 0) {
             continue;
@@ -174,15 +182,22 @@ void nwb_bench_reclaim_step(struct nwb_bench_reclaim *rc, int final)
         } else {
             t->counted = (uint64_t)st.st_size; /* not read: only punched */
         }
-        upto = t->counted & ~(uint64_t)(PAGE - 1);
-        if (rc->punch_min == 0 || rc->punch_failed || upto <= t->punched ||
-            (!final && upto - t->punched < rc->punch_min)) {
+        pending += (t->counted & ~(uint64_t)(PAGE - 1)) - t->punched;
+    }
+    if (rc->punch_min == 0 || rc->punch_failed || (!final && pending < rc->punch_min)) {
+        return;
+    }
+    for (int i = 0; i < rc->nfiles; i++) {
+        struct tracked *t = &rc->files[i];
+        const uint64_t upto = t->counted & ~(uint64_t)(PAGE - 1);
+
+        if (upto <= t->punched) {
             continue;
         }
         if (fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)t->punched,
                       (off_t)(upto - t->punched)) != 0) {
             rc->punch_failed = 1;
-            continue;
+            return;
         }
         rc->punched += upto - t->punched;
         t->punched = upto;

@@ -17,8 +17,9 @@ struct nwb_bench_reclaim;
 
 /**
  * Track every regular file named @p name (borrowed) up to 3 levels under
- * @p dir (borrowed), e.g. "log.txt" for runs/<run>/log.txt. A file is punched
- * once @p punch_min bytes of it are done (0: never punch). With @p count, the
+ * @p dir (borrowed), e.g. "log.txt" for runs/<run>/log.txt. Every file is
+ * punched up to what is done once @p punch_min bytes are done over all the
+ * files together (0: never punch). With @p count, the
  * bytes are read and their newlines counted before they are punched;
  * without, nothing is read. Returns 0, or -1 when out of memory.
  */
@@ -27,8 +28,8 @@ int nwb_bench_reclaim_create(const char *dir, const char *name, uint64_t punch_m
 
 /**
  * Pick up new files, count the newlines appended since the last step (when
- * counting), and punch out what is done once a file has punch_min of it
- * (any amount when @p final). Cheap when nothing changed.
+ * counting), and punch out what is done once all files together have
+ * punch_min of it done (any amount when @p final). Cheap when nothing changed.
  */
 void nwb_bench_reclaim_step(struct nwb_bench_reclaim *rc, int final);
 
