@@ -35,6 +35,29 @@
 #endif
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define NWB__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NWB__ASAN 1
+#endif
+#endif
+
+/* The word-at-a-time string length reads bytes past a string's NUL (within its aligned word),
+ * which the sanitizers report; under them, and under valgrind (checked at run time), it is
+ * strnlen. */
+#if defined(NWB__ASAN) || defined(NWB__TSAN)
+#define NWB__STRLEN_WORDS 0
+#else
+#define NWB__STRLEN_WORDS 1
+#endif
+#if NWB__STRLEN_WORDS && defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define NWB__HAVE_VALGRIND_H 1
+#endif
+#endif
+
 enum { PROD_FRESH = 0, PROD_LINKED = 1, PROD_EXITED = 2 };
 
 /*
@@ -63,6 +86,7 @@ static struct {
     int claimed;
     pthread_key_t key; /* its destructor retires a thread's ring */
     int fence;         /* 1: light barriers are real fences (no membarrier) */
+    int strnlen_only;  /* 1: under valgrind, string lengths by strnlen (str_len) */
     atomic_uint_fast64_t next_gen;
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER, .fence = 1, .next_gen = 1};
 
@@ -180,6 +204,9 @@ static void global_init_once(void)
         global_err = -rc;
         return;
     }
+#ifdef NWB__HAVE_VALGRIND_H
+    G.strnlen_only = RUNNING_ON_VALGRIND != 0;
+#endif
 #ifndef NWB__TSAN
     {
         long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
@@ -453,11 +480,20 @@ static inline uint8_t *reserve(struct nwb_client *c, struct producer *p, struct 
 /* The worker sleeps: wake it when it sleeps deeply, or lazily while this ring fills up. */
 static NWB_NOINLINE void wake_check(struct nwb_client *c, struct nwb__ring *r, int sleeping)
 {
-    if (sleeping == NWB__SLEEP_LAZY &&
-        r->head_local - atomic_load_explicit(&r->tail, memory_order_relaxed) <= r->cap / 2u) {
-        return; /* the worker looks again within NWB__LAZY_SLEEP_MS */
+    if (sleeping == NWB__SLEEP_LAZY) {
+        r->tail_cache = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        if (r->head_local - r->tail_cache <= r->cap / 2u) {
+            return; /* the worker looks again within NWB__LAZY_SLEEP_MS */
+        }
     }
     nwb__worker_wake(c, 0);
+}
+
+/* A lazily sleeping worker with this ring at most half full by the last tail seen (the real
+ * tail is never behind it): nothing to wake, decided on the producer's own line. */
+static inline int lazy_and_room(const struct nwb__ring *r, int sleeping)
+{
+    return sleeping == NWB__SLEEP_LAZY && r->head_local - r->tail_cache <= (r->pmask >> 1) + 1u;
 }
 
 static inline void publish(struct nwb_client *c, struct nwb__ring *r, uint32_t size)
@@ -469,7 +505,7 @@ static inline void publish(struct nwb_client *c, struct nwb__ring *r, uint32_t s
     /* Dekker pair with the worker's "sleeping = DEEP; heavy barrier; look at rings". */
     barrier_light();
     sleeping = atomic_load_explicit(&c->sleeping, memory_order_relaxed);
-    if (NWB_UNLIKELY(sleeping != NWB__SLEEP_AWAKE)) {
+    if (NWB_UNLIKELY(sleeping != NWB__SLEEP_AWAKE) && !lazy_and_room(r, sleeping)) {
         wake_check(c, r, sleeping);
     }
 }
@@ -950,6 +986,45 @@ static inline void copy_short(uint8_t *dst, const char *src, size_t len)
     }
 }
 
+/*
+ * strnlen(s, NWB__STR_MAX + 1), inline for the short strings of log calls
+ * (the libc call through the PLT was a visible part of the call): whole
+ * aligned 8-byte words, the first four here, the rest of a longer string by
+ * strnlen. An aligned word never crosses a page, so the bytes read past the
+ * NUL are in the word that holds it: harmless, but reported by the
+ * sanitizers and memcheck, which get strnlen alone.
+ */
+static inline size_t str_len(const char *s)
+{
+    const size_t max = NWB__STR_MAX + 1u;
+#if NWB__STRLEN_WORDS
+    const uint64_t ones = 0x0101010101010101u;
+    const uint64_t highs = 0x8080808080808080u;
+    const uintptr_t at = (uintptr_t)s;
+    const char *w = (const char *)(at & ~(uintptr_t)7u);
+    const unsigned skip = (unsigned)(at & 7u);
+    uint64_t v;
+
+    if (NWB_UNLIKELY(G.strnlen_only)) {
+        return strnlen(s, max);
+    }
+    memcpy(&v, w, 8);
+    v |= ((uint64_t)1 << (8u * skip)) - 1u; /* the bytes before s: never a NUL */
+    for (unsigned i = 0; i < 4u; i++) {
+        /* Lowest byte that is 0: exact (a borrow only marks bytes above a real 0). */
+        const uint64_t z = (v - ones) & ~v & highs;
+
+        if (z != 0) {
+            return 8u * i + ((unsigned)__builtin_ctzll(z) >> 3) - skip;
+        }
+        memcpy(&v, w + 8u * (i + 1u), 8);
+    }
+    return 32u - skip + strnlen(w + 32, max - (32u - skip));
+#else
+    return strnlen(s, max);
+#endif
+}
+
 /* A DIRECT site's worst case reserved, or NULL (no room right now, or a drop note is due). */
 static inline uint8_t *direct_reserve(struct nwb__ring *r, const nwb_log_site_t *site)
 {
@@ -964,13 +1039,13 @@ static inline uint8_t *direct_reserve(struct nwb__ring *r, const nwb_log_site_t 
 
 /* A plain %s of a DIRECT site: its slot (length, flags) and its bytes at @p str; returns the
  * end of the strings written. */
-static inline uint8_t *direct_put_str(uint8_t *slot, uint8_t *str, const char *s)
+static inline NWB_ALWAYS_INLINE uint8_t *direct_put_str(uint8_t *slot, uint8_t *str, const char *s)
 {
     uint32_t len = 0;
     uint32_t sflags = NWB__STR_NULL;
 
     if (s != NULL) {
-        len = (uint32_t)strnlen(s, NWB__STR_MAX + 1u);
+        len = (uint32_t)str_len(s);
         sflags = 0;
         if (len > NWB__STR_MAX) {
             len = NWB__STR_MAX;
@@ -1039,8 +1114,10 @@ static inline int record_args_direct(struct nwb_client *c, struct nwb__ring *r,
  * and only %s arguments are measured (strnlen) and copied. Same record and
  * same refusal (returns 0) as record_args_direct.
  */
-static inline int record_captured_direct(struct nwb_client *c, struct nwb__ring *r,
-                                         nwb_log_site_t *site, const nwb_log_arg_t *args)
+static inline NWB_ALWAYS_INLINE int record_captured_direct(struct nwb_client *c,
+                                                           struct nwb__ring *r,
+                                                           nwb_log_site_t *site,
+                                                           const nwb_log_arg_t *args)
 {
     const uint64_t now = nwb__clock_stamp(&c->clock);
     uint8_t *dst = direct_reserve(r, site);
@@ -1222,6 +1299,35 @@ static inline void record_args(struct nwb_client *c, struct producer *p, nwb_log
     record_args_general(c, p, site, ap, state);
 }
 
+/* A captured call that the inline fast path below does not take: record_args out of line. */
+static NWB_NOINLINE void record_captured_other(struct nwb_client *c, struct producer *p,
+                                               nwb_log_site_t *site, uint64_t types,
+                                               const nwb_log_arg_t *args, unsigned nargs)
+{
+    struct arg_src src = {NULL, types, args, nargs, 0};
+
+    record_args(c, p, site, &src);
+}
+
+/*
+ * The captured entry: a READY DIRECT | TYPED site's fast path inline in
+ * op_write_args (one frame for the whole call), everything else out of line.
+ */
+static inline void record_captured(struct nwb_client *c, struct producer *p, nwb_log_site_t *site,
+                                   uint64_t types, const nwb_log_arg_t *args, unsigned nargs)
+{
+    struct nwb__ring *r = p->ring;
+    /* Acquire first: kinds, nargs and the layout are only valid once READY is seen. */
+    const uint32_t state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+
+    if (NWB_LIKELY(state == NWB_LOG_SITE_READY && r != NULL &&
+                   site->layout == (LAYOUT_DIRECT | LAYOUT_TYPED)) &&
+        NWB_LIKELY(record_captured_direct(c, r, site, args))) {
+        return;
+    }
+    record_captured_other(c, p, site, types, args, nargs);
+}
+
 /* ---- the logger ops ---- */
 
 static void op_write(void *self, nwb_log_site_t *site, va_list ap)
@@ -1288,12 +1394,10 @@ static void op_write_args(void *self, nwb_log_site_t *site, uint64_t types,
     }
     c = call_enter(p);
     if (NWB_LIKELY(c != NULL)) {
-        struct arg_src src = {NULL, types, args, nargs, 0};
-
         if (NWB_UNLIKELY(p->gen != c->gen)) {
             producer_attach(p, c);
         }
-        record_args(c, p, site, &src);
+        record_captured(c, p, site, types, args, nargs);
         call_leave(p);
         return;
     }

@@ -95,23 +95,16 @@ void nwb_log_write(nwb_log_site_t *site, ...)
     va_end(ap);
 }
 
-/*
- * A C call with its arguments captured by type. A logger without write_args
- * gets the message formatted here, through write_raw (a %n format prints the
- * format text, never the arguments).
- */
-void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_t *args,
-                        unsigned nargs)
+/* No logger, or one without write_args: the message formatted here, through write_raw or to
+ * stderr (a %n format prints the format text, never the arguments). Out of line so that its
+ * 1 KiB buffer and saved registers are not the fast path's frame. */
+static NWB_NOINLINE void write_args_formatted(nwb_logger_t *logger, nwb_log_site_t *site,
+                                              uint64_t types, const nwb_log_arg_t *args,
+                                              unsigned nargs)
 {
-    nwb_logger_t *logger = nwb_logger_current();
     char msg[1024];
-    int n;
+    int n = nwb_log_format_args(msg, sizeof(msg), site->fmt, types, args, nargs);
 
-    if (NWB_LIKELY(logger != NULL && logger->ops->write_args != NULL)) {
-        logger->ops->write_args(logger->self, site, types, args, nargs);
-        return;
-    }
-    n = nwb_log_format_args(msg, sizeof(msg), site->fmt, types, args, nargs);
     if (n < 0) {
         n = snprintf(msg, sizeof(msg), "%s", site->fmt);
     }
@@ -121,6 +114,23 @@ void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_
     } else {
         fallback_write(site, msg, (size_t)n);
     }
+}
+
+/*
+ * A C call with its arguments captured by type: a tail call into the
+ * logger's write_args, with no frame of its own (the logger is read here,
+ * not through the interposable nwb_logger_current()).
+ */
+void nwb_log_write_args(nwb_log_site_t *site, uint64_t types, const nwb_log_arg_t *args,
+                        unsigned nargs)
+{
+    nwb_logger_t *logger = atomic_load_explicit(&current_logger, memory_order_acquire);
+
+    if (NWB_LIKELY(logger != NULL && logger->ops->write_args != NULL)) {
+        logger->ops->write_args(logger->self, site, types, args, nargs);
+        return;
+    }
+    write_args_formatted(logger, site, types, args, nargs);
 }
 
 void nwb_log_write_raw(nwb_log_site_t *site, const char *msg)

@@ -14,12 +14,6 @@
 #include <emmintrin.h>
 #endif
 
-#if defined(__GNUC__)
-#define NWB_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define NWB_ALWAYS_INLINE
-#endif
-
 #include "nwb/log.h"
 #include "nwb/log_line.h"
 #include "namesym_table_int.h"

@@ -15,7 +15,9 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "nwb/client.h"
@@ -270,6 +272,51 @@ static void test_string_lengths_0_to_70_copy_exactly(void **state)
     }
 }
 
+/* The inline length reads aligned words: every start alignment, lengths across its 32-byte
+ * inline span, and bytes after the NUL that are not NUL themselves. */
+static void test_string_lengths_at_every_alignment(void **state)
+{
+    char buf[64 + 8];
+    char want[96];
+
+    for (size_t at = 0; at < 8; at++) {
+        for (size_t len = 0; len <= 40; len++) {
+            memset(buf, 'x', sizeof(buf));
+            for (size_t i = 0; i < len; i++) {
+                buf[at + i] = (char)('a' + (i * 5u + len + at) % 26u);
+            }
+            buf[at + len] = '\0';
+            snprintf(want, sizeof(want), "<%s|%d>", buf + at, (int)len);
+            expect_msg(want);
+            NWB_LOGGER_INFO("<%s|%d>", buf + at, (int)len);
+        }
+    }
+    assert_all_expected(*state);
+}
+
+/* A string that ends on the last byte of a page followed by an inaccessible one: no read
+ * crosses into it, whatever the string's alignment. */
+static void test_string_at_the_end_of_a_page(void **state)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, 2u * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + page, page, PROT_NONE), 0);
+    memset(map, 'p', page);
+    for (size_t len = 0; len <= 40; len++) {
+        char *s = map + page - 1u - len;
+        char want[64];
+
+        map[page - 1u] = '\0';
+        snprintf(want, sizeof(want), "[%s]", s);
+        expect_msg(want);
+        NWB_LOGGER_INFO("[%s]", s);
+    }
+    assert_all_expected(*state);
+    munmap(map, 2u * page);
+}
+
 static void test_string_bound_edge_4096_kept_4097_cut(void **state)
 {
     char *s = malloc(4098);
@@ -394,6 +441,8 @@ int main(void)
         T(test_percent_n_is_never_executed),
         T(test_long_strings_are_cut_and_marked),
         T(test_string_lengths_0_to_70_copy_exactly),
+        T(test_string_lengths_at_every_alignment),
+        T(test_string_at_the_end_of_a_page),
         T(test_string_bound_edge_4096_kept_4097_cut),
         T(test_messages_over_the_record_bound_are_cut),
         T(test_essential_macros_mark_records),

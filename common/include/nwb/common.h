@@ -20,6 +20,7 @@
 #define NWB_UNLIKELY(x)     __builtin_expect(!!(x), 0)
 #define NWB_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 #define NWB_NOINLINE        __attribute__((noinline))
+#define NWB_ALWAYS_INLINE   __attribute__((always_inline)) /* after `static inline` */
 #define NWB_COLD            __attribute__((cold))
 #else
 #define NWB_API
@@ -27,6 +28,7 @@
 #define NWB_UNLIKELY(x) (x)
 #define NWB_PRINTF_LIKE(f, a)
 #define NWB_NOINLINE
+#define NWB_ALWAYS_INLINE
 #define NWB_COLD
 #endif
 
