@@ -481,7 +481,9 @@ static inline uint8_t *reserve(struct nwb_client *c, struct producer *p, struct 
 static NWB_NOINLINE void wake_check(struct nwb_client *c, struct nwb__ring *r, int sleeping)
 {
     if (sleeping == NWB__SLEEP_LAZY) {
-        r->tail_cache = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        /* Acquire: nwb__ring_reserve() trusts tail_cache, so the worker's reads of the records
+         * before this tail must happen before the producer writes over them. */
+        r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
         if (r->head_local - r->tail_cache <= r->cap / 2u) {
             return; /* the worker looks again within NWB__LAZY_SLEEP_MS */
         }
