@@ -179,28 +179,47 @@ static inline int byte_plain(unsigned char c)
 }
 
 #if defined(__SSE2__)
-/* Bit i set when byte i of @p v must be escaped. */
-static inline unsigned esc_mask16(__m128i v)
+/* Byte i 0xff when byte i of @p v must be escaped, else 0. */
+static inline __m128i esc_bytes16(__m128i v)
 {
     const __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
     const __m128i tab = _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'));
     const __m128i del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
 
-    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(tab, ctl), del));
+    return _mm_or_si128(_mm_andnot_si128(tab, ctl), del);
+}
+
+/* Bit i set when byte i of @p v must be escaped. */
+static inline unsigned esc_mask16(__m128i v)
+{
+    return (unsigned)_mm_movemask_epi8(esc_bytes16(v));
 }
 
 /*
  * Store the 16 bytes at @p u to @p p as they are, and return the offset of the
- * first that needs a look (an escape, or a '#' when @p hash), or 16.
+ * first that needs a look (an escape), or 16.
  */
-static inline NWB_ALWAYS_INLINE unsigned block_copy(char *p, const unsigned char *u, int hash)
+static inline NWB_ALWAYS_INLINE unsigned block_copy(char *p, const unsigned char *u)
 {
     const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)u);
-    unsigned m = esc_mask16(v);
+    const unsigned m = esc_mask16(v);
 
-    if (hash) {
-        m |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('#')));
-    }
+    _mm_storeu_si128((__m128i *)(void *)p, v);
+    return m != 0 ? (unsigned)__builtin_ctz(m) : 16u;
+}
+
+/*
+ * block_copy() that also stops at the bytes equal to @p mark's: '#' while
+ * decoding, 0 after (a byte esc_mask16() flags anyway), so one movemask
+ * serves both and the scan needs no branch on whether it still decodes.
+ */
+static inline NWB_ALWAYS_INLINE unsigned block_copy_marked(char *p, const unsigned char *u,
+                                                           __m128i mark)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)u);
+    const unsigned m =
+        (unsigned)_mm_movemask_epi8(_mm_or_si128(esc_bytes16(v), _mm_cmpeq_epi8(v, mark)));
+
     _mm_storeu_si128((__m128i *)(void *)p, v);
     return m != 0 ? (unsigned)__builtin_ctz(m) : 16u;
 }
@@ -226,7 +245,7 @@ static char *put_escaped(char *p, const char *limit, const char *s, size_t len)
     const size_t blocks = (size_t)(limit - p) >= 4 * len ? len / 16 : 0;
 
     for (size_t b = 0; b < blocks && i + 16 <= len; b++) {
-        const unsigned k = block_copy(p, u + i, 0);
+        const unsigned k = block_copy(p, u + i);
 
         p += k;
         i += k;
@@ -471,11 +490,9 @@ static inline NWB_ALWAYS_INLINE char *name_step(struct name_walk *nw, char *p, c
     }
     /* What the rest of the message may still take, escaped, after the name. */
     room = 4u * (left - NWB_NAME_TOKEN_LEN) + 1u;
-    if ((size_t)(limit - p) < s->len + room) {
-        return NULL;
-    }
     /* Names are sanitised when loaded (no control bytes or DEL): copied as they are. An inline
-     * name is copied whole, 40 bytes at fixed offsets, when the line has room for that. */
+     * name is copied whole, 40 bytes at fixed offsets, when the line has room for that (then it
+     * has room for the name: no other check). */
 #if defined(__SSE2__)
     if (NWB_LIKELY(s->len < NWB__SLOT_INLINE && (size_t)(limit - p) >= NWB__SLOT_INLINE + room)) {
         const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s->name.inl);
@@ -489,6 +506,9 @@ static inline NWB_ALWAYS_INLINE char *name_step(struct name_walk *nw, char *p, c
     } else
 #endif
     {
+        if ((size_t)(limit - p) < s->len + room) {
+            return NULL;
+        }
         memcpy(p, slot_str(s), s->len);
     }
     nw->room_left -= (long long)s->len - (long long)NWB_NAME_TOKEN_LEN;
@@ -521,8 +541,10 @@ size_t nwb_log_line_format_names(char *dst, size_t cap, nwb_log_line_clock_t *cl
      * nwb_log_line_max(), and name_step() checks before it grows the line): a 16-byte store
      * always has room. */
 #if defined(__SSE2__)
+    __m128i mark = _mm_set1_epi8('#');
+
     while (i + 16 <= nw.len) {
-        const unsigned k = block_copy(p, nw.u + i, nw.decoding);
+        const unsigned k = block_copy_marked(p, nw.u + i, mark);
 
         p += k;
         i += k;
@@ -533,6 +555,9 @@ size_t nwb_log_line_format_names(char *dst, size_t cap, nwb_log_line_clock_t *cl
             p = name_step(&nw, p, limit, &i);
             if (p == NULL) {
                 return 0;
+            }
+            if (!nw.decoding) {
+                mark = _mm_setzero_si128(); /* from here '#' is plain text */
             }
         } else {
             p = put_escape(p, nw.u[i]);

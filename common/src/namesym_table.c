@@ -35,17 +35,21 @@ static void slot_free_str(struct slot *s)
     }
 }
 
-/* Give @p t @p cap (a power of two) fresh empty slots; the old ones stay the caller's. */
+/* Give @p t @p cap (a power of two) fresh empty slots and tags; the old ones stay the caller's. */
 static int slots_set(nwb_namesym_table_t *t, size_t cap)
 {
     void *mem;
     struct slot *slots = slots_alloc(cap, &mem);
+    uint8_t *tags = nwb_calloc(1, cap + NWB__TAG_GROUP);
 
-    if (slots == NULL) {
+    if (slots == NULL || tags == NULL) {
+        nwb_free(mem);
+        nwb_free(tags);
         return -ENOMEM;
     }
     t->slots = slots;
     t->slots_mem = mem;
+    t->tags = tags;
     t->mask = cap - 1;
     t->shift = 64u - (unsigned)__builtin_ctzll((unsigned long long)cap); /* 64 - log2(cap) */
     return 0;
@@ -80,13 +84,34 @@ void nwb_namesym_table_destroy(nwb_namesym_table_t *t)
     }
     nwb_free(t->sources);
     nwb_free(t->slots_mem);
+    nwb_free(t->tags);
     nwb_free(t);
+}
+
+/* Tag @p s, just filled, as full for slot_find() (and its copy past the end, for the first 16). */
+static void slot_tag_set(nwb_namesym_table_t *t, const struct slot *s)
+{
+    const size_t i = (size_t)(s - t->slots);
+    const uint8_t tag = slot_tag(slot_hash(s->tok));
+
+    t->tags[i] = tag;
+    if (i < NWB__TAG_GROUP) {
+        t->tags[t->mask + 1 + i] = tag;
+    }
+}
+
+const struct slot *nwb__slot_find_slow(const nwb_namesym_table_t *t, const char *digits)
+{
+    const struct slot *s = slot_probe(t, digits);
+
+    return s->tok[0] != '\0' ? s : NULL;
 }
 
 static int table_grow(nwb_namesym_table_t *t)
 {
     struct slot *old = t->slots;
     void *old_mem = t->slots_mem;
+    uint8_t *old_tags = t->tags;
     const size_t old_cap = t->mask + 1;
 
     if (slots_set(t, old_cap * 2) != 0) {
@@ -94,10 +119,14 @@ static int table_grow(nwb_namesym_table_t *t)
     }
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].tok[0] != '\0') {
-            *slot_probe(t, old[i].tok) = old[i]; /* an inline name moves with its slot */
+            struct slot *s = slot_probe(t, old[i].tok);
+
+            *s = old[i]; /* an inline name moves with its slot */
+            slot_tag_set(t, s);
         }
     }
     nwb_free(old_mem);
+    nwb_free(old_tags);
     return 0;
 }
 
@@ -158,6 +187,7 @@ long nwb_namesym_table_add(nwb_namesym_table_t *t, const nwb_namesym_view_t *v, 
         }
         s->len = (uint32_t)clen;
         s->source = src;
+        slot_tag_set(t, s);
         t->count++;
         t->max_len = clen > t->max_len ? clen : t->max_len;
         added++;
@@ -212,8 +242,8 @@ const char *nwb_namesym_table_find(const nwb_namesym_table_t *t, nwb_name_t hash
     const struct slot *s;
 
     nwb_name_token(hash, tok);
-    s = slot_probe(t, tok + 1);
-    if (s->tok[0] == '\0') {
+    s = slot_find(t, tok + 1);
+    if (s == NULL) {
         return NULL;
     }
     if (len != NULL) {

@@ -4,7 +4,9 @@
  * common/ only: namesym_table.c owns the table, and log_line.c decodes
  * #tokens while it formats a line (nwb_log_line_format_names()) with the
  * same lookups and token check, inlined. The table is keyed by the text of a
- * token's digits (slot_probe()), so a known token costs no parse.
+ * token's digits (slot_probe()), so a known token costs no parse, and a
+ * lookup (slot_find()) picks its slot among 16 by a one-byte tag per slot,
+ * without a probing loop whose exit the CPU would mispredict.
  */
 #ifndef NWB_NAMESYM_TABLE_INT_H
 #define NWB_NAMESYM_TABLE_INT_H
@@ -18,6 +20,12 @@
 #endif
 
 #include "nwb/namesym.h"
+
+#if defined(__GNUC__)
+#define NWB__HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define NWB__HOT_INLINE static inline
+#endif
 
 /* Names shorter than this live in their slot: a lookup then reads one cache line. */
 #define NWB__SLOT_INLINE 40u
@@ -40,11 +48,15 @@ struct slot {
 
 _Static_assert(sizeof(struct slot) == 64, "a slot is one cache line");
 
+/* The tags of the 16 slots from any slot are one load: the first 16 are repeated at the end. */
+#define NWB__TAG_GROUP 16u
+
 struct nwb_namesym_table {
     struct slot *slots; /* 64-byte aligned, inside slots_mem */
     void *slots_mem;
+    uint8_t *tags;  /* capacity + NWB__TAG_GROUP: slot i's slot_tag(), 0 when it is empty */
     size_t mask;    /* capacity - 1, capacity a power of two */
-    unsigned shift; /* 64 - log2(capacity): slot_index() keeps the product's top bits */
+    unsigned shift; /* 64 - log2(capacity): a slot_hash()'s top bits are its start slot */
     size_t count;
     size_t max_len;
     char **sources; /* owned copies of the source names, for collision reports */
@@ -58,18 +70,25 @@ static inline const char *slot_str(const struct slot *s)
 }
 
 /*
- * Where the 16 bytes at @p digits start probing: a multiplicative hash of
- * their text (Knuth's 2^64 / golden ratio; the top bits of the product
- * depend on every input bit). The digits are the name hash's own bits, so
- * mixing both halves is plenty.
+ * A multiplicative hash of the text of the 16 bytes at @p digits (Knuth's
+ * 2^64 / golden ratio; the top bits of the product depend on every input
+ * bit). The digits are the name hash's own bits, so mixing both halves is
+ * plenty. Its top bits are the slot a token starts probing at, bits 24..30
+ * its tag.
  */
-static inline size_t slot_index(const char *digits, unsigned shift)
+static inline uint64_t slot_hash(const char *digits)
 {
     uint64_t a, b;
 
     memcpy(&a, digits, 8);
     memcpy(&b, digits + 8, 8);
-    return (size_t)(((a ^ (b << 4)) * 0x9e3779b97f4a7c15ull) >> shift);
+    return (a ^ (b << 4)) * 0x9e3779b97f4a7c15ull;
+}
+
+/* A full slot's tag: 7 hash bits that are not its index's, and the top bit (0 is empty). */
+static inline uint8_t slot_tag(uint64_t h)
+{
+    return (uint8_t)(0x80u | ((h >> 24) & 0x7fu));
 }
 
 /*
@@ -79,7 +98,7 @@ static inline size_t slot_index(const char *digits, unsigned shift)
  */
 static inline struct slot *slot_probe(const nwb_namesym_table_t *t, const char *digits)
 {
-    size_t i = slot_index(digits, t->shift);
+    size_t i = (size_t)(slot_hash(digits) >> t->shift);
 #if defined(__SSE2__)
     const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)digits);
 
@@ -102,6 +121,42 @@ static inline struct slot *slot_probe(const nwb_namesym_table_t *t, const char *
         i = (i + 1) & t->mask;
     }
 #endif
+}
+
+/* slot_find() by slot_probe()'s loop, out of line: what the tag check does not settle. */
+const struct slot *nwb__slot_find_slow(const nwb_namesym_table_t *t, const char *digits);
+
+/*
+ * The full slot whose token digits are the 16 bytes at @p digits, or NULL.
+ * The 16 tags from the start slot are compared at once: the first slot with
+ * the token's tag is nearly always the token's (7 bits: another token's tag
+ * matches 1 time in 128), so a lookup is two loads and two predictable
+ * branches. A run of 16 full slots without the tag, or another token's slot
+ * with it first, takes slot_probe()'s loop.
+ */
+NWB__HOT_INLINE const struct slot *slot_find(const nwb_namesym_table_t *t, const char *digits)
+{
+#if defined(__SSE2__)
+    const uint64_t h = slot_hash(digits);
+    const size_t i = (size_t)(h >> t->shift);
+    const __m128i g = _mm_loadu_si128((const __m128i *)(const void *)(t->tags + i));
+    const unsigned match =
+        (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(g, _mm_set1_epi8((char)slot_tag(h))));
+
+    if (NWB_LIKELY(match != 0)) {
+        /* The first slot with the tag: the token's unless another tag like it comes first. */
+        const struct slot *s = &t->slots[(i + (unsigned)__builtin_ctz(match)) & t->mask];
+        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)digits);
+        const __m128i k = _mm_load_si128((const __m128i *)(const void *)s->tok);
+
+        if (NWB_LIKELY(_mm_movemask_epi8(_mm_cmpeq_epi8(k, v)) == 0xffff)) {
+            return s;
+        }
+    } else if (_mm_movemask_epi8(_mm_cmpeq_epi8(g, _mm_setzero_si128())) != 0) {
+        return NULL; /* no slot with its tag before an empty one */
+    }
+#endif
+    return nwb__slot_find_slow(t, digits);
 }
 
 /* Lowercase hex digits map to their value + 1, upper-case A-F to 17, anything else to 0. */
@@ -146,8 +201,8 @@ enum token_kind { TOKEN_NONE, TOKEN_UNKNOWN, TOKEN_KNOWN };
  * up in @p t (NULL: no table) as they are, and checked only when they are not
  * there. For TOKEN_KNOWN, *s is the name's slot.
  */
-static inline enum token_kind token_at(const nwb_namesym_table_t *t, const unsigned char *u,
-                                       size_t at, size_t len, const struct slot **s)
+NWB__HOT_INLINE enum token_kind token_at(const nwb_namesym_table_t *t, const unsigned char *u,
+                                         size_t at, size_t len, const struct slot **s)
 {
     const size_t left = len - at;
     const char *const digits = (const char *)u + at + 1;
@@ -157,8 +212,8 @@ static inline enum token_kind token_at(const nwb_namesym_table_t *t, const unsig
         return TOKEN_NONE;
     }
     if (t != NULL) {
-        *s = slot_probe(t, digits);
-        if (NWB_LIKELY((*s)->tok[0] != '\0')) {
+        *s = slot_find(t, digits);
+        if (NWB_LIKELY(*s != NULL)) {
             return TOKEN_KNOWN; /* stored digits are valid: no check */
         }
     }

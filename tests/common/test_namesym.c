@@ -207,6 +207,45 @@ static void test_namesym_table_merges_first_wins_and_reports_collisions(void **s
     nwb_namesym_table_destroy(t);
 }
 
+/* Enough names for the table to grow several times, for tags shared by neighbouring slots (a
+ * lookup's slow path) and for long runs: every name is found, and no other. */
+static void test_namesym_table_finds_every_name_of_many(void **state)
+{
+    enum { N = 20000 };
+    char(*text)[16] = malloc(sizeof(*text) * N);
+    const char **list = malloc(sizeof(*list) * N);
+    nwb_namesym_table_t *t;
+    nwb_namesym_view_t v;
+    size_t len, slen;
+    uint8_t *a;
+
+    (void)state;
+    assert_non_null(text);
+    assert_non_null(list);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(text[i], sizeof(text[i]), "mesh/%05u", i);
+        list[i] = text[i];
+    }
+    a = build(list, N, &len);
+    assert_int_equal(nwb_namesym_table_create(&t), 0);
+    assert_int_equal(nwb_namesym_view_open(&v, a, len, NULL, NULL), 0);
+    assert_int_equal(nwb_namesym_table_add(t, &v, "many.namesym", NULL, NULL), N);
+    for (unsigned i = 0; i < N; i++) {
+        char other[16];
+        const char *got = nwb_namesym_table_find(t, nwb_name_hash(text[i], 10), &slen);
+
+        assert_non_null(got);
+        assert_string_equal(got, text[i]);
+        assert_int_equal(slen, 10);
+        snprintf(other, sizeof(other), "mash/%05u", i);
+        assert_null(nwb_namesym_table_find(t, nwb_name_hash(other, 10), NULL));
+    }
+    nwb_namesym_table_destroy(t);
+    nwb_free(a);
+    free(list);
+    free(text);
+}
+
 static const char *decode(nwb_namesym_table_t *t, const char *in, uint64_t *dec, uint64_t *unk)
 {
     static char out[1024];
@@ -272,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_namesym_reader_survives_every_truncation),
         cmocka_unit_test(test_namesym_utf8_sanitize_replaces_invalid_sequences),
         cmocka_unit_test(test_namesym_table_merges_first_wins_and_reports_collisions),
+        cmocka_unit_test(test_namesym_table_finds_every_name_of_many),
         cmocka_unit_test(test_namesym_decode_token_edge_cases),
     };
 
